@@ -1,0 +1,235 @@
+"""Answering a question from memory: the bounded agent loop (MERIT §3.2.2, simplified).
+
+Round r (at most R): embed the current query, take the top-N anchor clips by max-sim over
+their keys (MERIT Eq. 6–7) among clips that end before the question time, add ±Δ
+neighbors (MERIT Eq. 8), and ask the solver — in one schema-constrained call — for an
+answer, the notes it used, whether the evidence suffices, and otherwise a refined search
+query. Evidence accumulates across rounds without duplicates and is packed into a token
+budget (anchors first, by rank) so the prompt never overflows the solver's context.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from edge.retrieval import Neighborhood, expand_neighbors, max_sim_retrieve
+from edge.store import KEY_TYPES, Clip, Memory
+from edge.timeline import day_of, format_moment
+from models.llm import ContextOverflowError, LLMOutputError
+
+
+class AskError(Exception):
+    """The question cannot be asked of this memory (empty memory, nothing before the time)."""
+
+
+SOLVER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "maxLength": 400},
+        "cited": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 6},
+        "sufficient": {"type": "boolean"},
+        "search": {"type": "string", "maxLength": 150},
+    },
+    "required": ["answer", "cited", "sufficient", "search"],
+    "additionalProperties": False,
+}
+
+SOLVER_PROMPT = """You answer questions about the user's own day from memory notes. Each note \
+describes a ~30-second clip of the user's first-person video and is numbered [n] with its \
+time; "I" in a note is the user. Use only the notes. Reply with a JSON object:
+- "answer": a short, direct answer to the question;
+- "cited": the numbers of the notes the answer relies on;
+- "sufficient": true if the notes contain what the question needs, false otherwise;
+- "search": when not sufficient, a short search query for what is missing; else ""."""
+
+
+@dataclass
+class Moment:
+    """A clip shown with the answer. ``role``: anchor (retrieved) or neighbor (±Δ);
+    ``cited``: the solver said it relied on it. Times are timeline seconds."""
+
+    clip_id: int
+    when: str
+    t_start: float
+    t_end: float
+    caption: str
+    transcript: str
+    keyframes: list[str]
+    role: str
+    score: float | None
+    round: int
+    cited: bool = False
+
+
+@dataclass
+class RoundTrace:
+    round: int
+    query: str
+    anchors: list[dict]
+    evidence: list[int]
+    decision: dict | None
+
+
+@dataclass
+class Answer:
+    """The result of :func:`ask`. ``moments``: cited clips first, then the other anchors."""
+
+    question: str
+    asked_at: str
+    answer: str
+    sufficient: bool
+    moments: list[Moment]
+    rounds: list[RoundTrace]
+    usage: dict
+    seconds: float
+    note: str = ""
+    evidence_count: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Item:
+    clip: Clip
+    role: str
+    score: float | None
+    round: int
+    rank: tuple
+
+
+def _pack(items: list[_Item], llm, budget: int, anchor_tokens: int,
+          neighbor_tokens: int) -> list[tuple[_Item, str]]:
+    """Choose evidence by priority until ``budget`` tokens are used; chronological output."""
+    chosen: list[tuple[_Item, str]] = []
+    used = 0
+    for it in sorted(items, key=lambda i: i.rank):
+        cap = anchor_tokens if it.role == "anchor" else neighbor_tokens
+        text = llm.truncate(" ".join(it.clip.caption.split()), cap)
+        cost = llm.count_tokens(text) + 16
+        if used + cost > budget:
+            continue
+        chosen.append((it, text))
+        used += cost
+    chosen.sort(key=lambda p: (p[0].clip.t_start, p[0].clip.id))
+    return chosen
+
+
+def ask(
+    memory: Memory,
+    hub,
+    question: str,
+    *,
+    at: float | None = None,
+    top_n: int = 5,
+    delta: int = 2,
+    max_rounds: int = 5,
+    key_types: tuple[str, ...] = KEY_TYPES,
+    answer_tokens: int = 300,
+    anchor_tokens: int = 300,
+    neighbor_tokens: int = 100,
+) -> Answer:
+    """Answer ``question`` from ``memory`` with cited moments.
+
+    Args:
+        at: the question time (timeline seconds); only clips ending by then are used.
+            ``None`` means no limit. top_n: anchors per round. delta: neighbor window Δ.
+        max_rounds: R, the bound on retrieval rounds (one solver call each).
+    Raises:
+        AskError: the memory is empty or holds nothing before ``at``.
+    """
+    t0 = time.perf_counter()
+    question = question.strip()
+    if not question:
+        raise AskError("the question is empty")
+    stats = memory.stats()
+    if stats["clips"] == 0:
+        raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
+                       "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
+    if at is not None and (stats["first"] is None or stats["first"] >= at):
+        raise AskError("nothing in memory ends before the question time; "
+                       "use a later --at or ingest earlier footage")
+    mark = hub.usage.mark()
+    embedder, solver = hub.embedder, hub.llm("solver")
+    asked_at = _moment_label(at)
+    header = f"Question (asked at {asked_at}): {question}\n\nNotes:\n"
+    budget = (solver.n_ctx - answer_tokens - solver.count_tokens(SOLVER_PROMPT)
+              - solver.count_tokens(header) - 96)
+
+    items: dict[int, _Item] = {}
+    rounds: list[RoundTrace] = []
+    tried: set[str] = set()
+    query = question
+    decision: dict | None = None
+    numbered: list[tuple[_Item, str]] = []
+    note = ""
+    for r in range(1, max_rounds + 1):
+        tried.add(query.lower())
+        anchors = max_sim_retrieve(memory, embedder.embed_one(query), top_n=top_n,
+                                   key_types=key_types, before=at)
+        hoods: list[Neighborhood] = expand_neighbors(memory, anchors, delta, before=at)
+        for rank, h in enumerate(hoods):
+            old = items.get(h.anchor.id)
+            if old is None or old.role != "anchor":
+                items[h.anchor.id] = _Item(h.anchor, "anchor", h.score, r, (0, r, rank))
+            for dist, c in [*((i + 1, c) for i, c in enumerate(h.before)),
+                            *((i + 1, c) for i, c in enumerate(h.after))]:
+                if c.id not in items:
+                    items[c.id] = _Item(c, "neighbor", None, r, (1, dist, r, rank))
+        numbered = _pack(list(items.values()), solver, budget, anchor_tokens, neighbor_tokens)
+        notes = "\n".join(
+            f"[{n}] {format_moment(it.clip.t_start, it.clip.day, it.clip.day_start)}: {text}"
+            for n, (it, text) in enumerate(numbered, start=1)
+        )
+        messages = [{"role": "system", "content": SOLVER_PROMPT},
+                    {"role": "user", "content": header + notes}]
+        try:
+            decision = solver.chat_json(messages, role="solver", schema=SOLVER_SCHEMA,
+                                        max_tokens=answer_tokens)
+        except (LLMOutputError, ContextOverflowError) as e:
+            decision = None
+            note = f"the solver's reply was unusable ({e}); showing the retrieved evidence"
+        rounds.append(RoundTrace(
+            r, query,
+            [{"clip_id": a.clip_id, "score": round(a.score, 4), "key": a.key_type}
+             for a in anchors],
+            [it.clip.id for it, _ in numbered], decision))
+        if decision is None or decision["sufficient"]:
+            break
+        nxt = " ".join(decision.get("search", "").split())
+        if not nxt or nxt.lower() in tried:
+            break
+        query = nxt
+
+    cited_ids: list[int] = []
+    if decision is not None:
+        for n in decision.get("cited", []):
+            if 1 <= n <= len(numbered) and numbered[n - 1][0].clip.id not in cited_ids:
+                cited_ids.append(numbered[n - 1][0].clip.id)
+    anchor_ids = [it.clip.id for it in sorted(items.values(), key=lambda i: i.rank)
+                  if it.role == "anchor"]
+    moments = [_moment(items[cid], cited=True) for cid in cited_ids]
+    moments += [_moment(items[cid]) for cid in anchor_ids if cid not in cited_ids]
+    answer_text = (decision or {}).get("answer", "").strip()
+    if decision is not None and not answer_text:
+        note = "the solver gave no answer; showing the retrieved evidence"
+    return Answer(
+        question=question, asked_at=asked_at, answer=answer_text,
+        sufficient=bool(decision and decision["sufficient"]), moments=moments, rounds=rounds,
+        usage=hub.usage.summary(mark), seconds=round(time.perf_counter() - t0, 2), note=note,
+        evidence_count=len(numbered))
+
+
+def _moment(it: _Item, cited: bool = False) -> Moment:
+    c = it.clip
+    return Moment(c.id, format_moment(c.t_start, c.day, c.day_start), c.t_start, c.t_end,
+                  c.caption, c.transcript, c.keyframes, it.role,
+                  None if it.score is None else round(it.score, 4), it.round, cited)
+
+
+def _moment_label(at: float | None) -> str:
+    if at is None:
+        return "now"
+    return format_moment(at, *day_of(at))

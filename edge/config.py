@@ -1,0 +1,42 @@
+"""Where edge keeps things: one user directory (``EDGE_HOME`` overrides it), like simonw/llm.
+
+- memory database: ``$EDGE_HOME/memory.db`` unless ``--memory``/``EDGE_MEMORY`` says otherwise;
+  keyframes are written beside it in ``<memory>.frames/``;
+- assembled model files: ``$EDGE_HOME/models`` (``EDGE_MODELS_DIR`` overrides it);
+- the profile: ``tiny`` unless ``--profile``/``EDGE_PROFILE`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+DEFAULT_PROFILE = "tiny"
+
+
+def home() -> Path:
+    """The user directory for edge (created on demand by whoever writes into it)."""
+    env = os.environ.get("EDGE_HOME")
+    return Path(env).expanduser() if env else platformdirs.user_data_path("edge")
+
+
+def default_memory_path() -> Path:
+    env = os.environ.get("EDGE_MEMORY")
+    return Path(env).expanduser() if env else home() / "memory.db"
+
+
+def models_dir() -> Path:
+    env = os.environ.get("EDGE_MODELS_DIR")
+    return Path(env).expanduser() if env else home() / "models"
+
+
+def default_profile() -> str:
+    return os.environ.get("EDGE_PROFILE", DEFAULT_PROFILE)
+
+
+def frames_dir(memory_path: Path) -> Path:
+    """Keyframes of a memory live beside its database file."""
+    memory_path = Path(memory_path)
+    return memory_path.with_name(memory_path.name + ".frames")

@@ -1,0 +1,122 @@
+"""Health checks behind ``edge doctor`` and ``edge models list``: each role resolves its
+weights, loads, and does one small real piece of work."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from models import ROLES, WeightsCorruptError, WeightsMissingError, resolve_weights
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _text_image(text: str) -> np.ndarray:
+    import cv2
+
+    img = np.full((120, 480, 3), 255, dtype=np.uint8)
+    cv2.putText(img, text, (20, 80), cv2.FONT_HERSHEY_SIMPLEX, 1.6, (0, 0, 0), 3, cv2.LINE_AA)
+    return img
+
+
+def _exercise(hub, role: str) -> str:
+    """Do one small real job with ``role``; returns a detail line, raises on failure."""
+    if role == "embedder":
+        v = hub.embedder.embed(["a cup of tea on the kitchen table"])
+        if v.shape != (1, 384) or abs(float(np.linalg.norm(v[0])) - 1.0) > 1e-3:
+            raise RuntimeError(f"unexpected embedding shape {v.shape}")
+        return "384-d unit vectors"
+    if role == "transcriber":
+        segs = hub.transcriber.transcribe(np.zeros(16_000, dtype=np.float32))
+        return f"transcribed 1 s of silence ({len(segs)} segments)"
+    if role == "captioner":
+        from models.captioner import Frame
+
+        cap = hub.captioner.caption([Frame(0.0, _text_image("EDGE 42"))], "", 1.0)
+        if "EDGE" not in cap.text.upper():
+            raise RuntimeError(f"OCR did not read a rendered 'EDGE 42': {cap.text!r}")
+        return "read rendered text 'EDGE 42'"
+    llm = hub.llm(role)
+    res = llm.chat([{"role": "user", "content": "Reply with the word ok."}], role=role,
+                   max_tokens=4)
+    return f"generated {res.tokens_out} tokens in {res.seconds:.1f} s (n_ctx {llm.n_ctx})"
+
+
+def check_roles(hub, *, load: bool = True) -> list[dict]:
+    """One row per role: model, backend, weights path, whether it loads and works."""
+    rows = []
+    for role in ROLES:
+        spec = hub.profile.roles.get(role)
+        row = {"role": role, "model": spec.name if spec else "-",
+               "backend": spec.backend if spec else "-", "weights": None, "ok": False,
+               "loaded": False, "detail": "", "error": ""}
+        if spec is None:
+            row["error"] = "not set in this profile"
+            rows.append(row)
+            continue
+        try:
+            path = resolve_weights(spec, hub.models_dir)
+            row["weights"] = str(path) if path else "(none needed)"
+            if load:
+                t0 = time.perf_counter()
+                row["detail"] = _exercise(hub, role)
+                row["detail"] += f"; {time.perf_counter() - t0:.1f} s"
+                row["loaded"] = True
+            row["ok"] = True
+        except (WeightsMissingError, WeightsCorruptError) as e:
+            row["error"] = str(e)
+        except Exception as e:  # a doctor reports, it does not crash
+            row["error"] = f"{e.__class__.__name__}: {e}"
+        rows.append(row)
+    return rows
+
+
+def run_checks(hub, memory_path: Path) -> list[Check]:
+    """Everything ``edge doctor`` prints, one :class:`Check` per line."""
+    checks: list[Check] = []
+    try:
+        import apsw
+        import sqlite_vec
+
+        db = apsw.Connection(":memory:")
+        db.enable_load_extension(True)
+        db.load_extension(sqlite_vec.loadable_path())
+        vv, sv = db.execute("SELECT vec_version(), sqlite_version()").fetchone()
+        db.close()
+        checks.append(Check("sqlite-vec", True, f"{vv} on SQLite {sv} (apsw)"))
+    except Exception as e:
+        checks.append(Check("sqlite-vec", False, f"{e.__class__.__name__}: {e}"))
+    try:
+        import av
+
+        missing = [c for c in ("h264", "hevc", "aac", "mp3") if c not in av.codecs_available]
+        checks.append(Check("video decoding", not missing,
+                            f"PyAV {av.__version__}" + (f"; missing decoders {missing}"
+                                                        if missing else "; h264 hevc aac mp3")))
+    except Exception as e:
+        checks.append(Check("video decoding", False, f"{e.__class__.__name__}: {e}"))
+    for row in check_roles(hub, load=True):
+        detail = row["error"] or f"{row['model']} ({row['backend']}): {row['detail']}"
+        checks.append(Check(f"role {row['role']}", row["ok"], detail))
+    if Path(memory_path).exists():
+        try:
+            from edge.store import Memory
+
+            with Memory(memory_path, create=False) as m:
+                s = m.stats()
+            checks.append(Check("memory", True, f"{memory_path}: {s['clips']} clips, "
+                                                f"{s['hours']:.2f} h"))
+        except Exception as e:
+            checks.append(Check("memory", False, f"{memory_path}: {e}"))
+    else:
+        checks.append(Check("memory", True, f"{memory_path} not created yet (edge ingest "
+                                            "makes it)"))
+    return checks

@@ -1,0 +1,223 @@
+"""Video and audio I/O through PyAV: probe a file, cut it into clips, sample frames, load audio.
+
+A file is decoded once, front to back; frames are sampled at ``fps`` (1 by default) by
+presentation time, which also handles variable frame rate. Files without a video stream
+(an MP3) become audio-only sources; files without an audio stream are normal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from models.captioner import Frame
+
+CLIP_SECONDS = 30.0
+MIN_TAIL_SECONDS = 2.0  # a last clip shorter than this is merged into the one before it
+
+
+class MediaError(Exception):
+    """A file that cannot be read as video or audio; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """What a probe found. Times in seconds; ``creation_time`` is Unix seconds or ``None``."""
+
+    path: Path
+    duration: float
+    has_video: bool
+    has_audio: bool
+    width: int = 0
+    height: int = 0
+    video_codec: str = ""
+    avg_fps: float = 0.0
+    creation_time: float | None = None
+
+
+@dataclass
+class ClipSpan:
+    """One clip of a source: ``index``, ``start``/``end`` seconds from the source start, and
+    the frames sampled inside it (``Frame.t`` relative to the clip start)."""
+
+    index: int
+    start: float
+    end: float
+    frames: list[Frame] = field(default_factory=list)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def _open(path: Path):
+    import av
+
+    if not path.exists():
+        raise MediaError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise MediaError(f"{path}: the file is empty (0 bytes)")
+    try:
+        return av.open(str(path))
+    except av.error.FFmpegError as e:
+        raise MediaError(
+            f"{path}: not a readable video or audio file ({e.__class__.__name__}: "
+            f"{getattr(e, 'strerror', None) or e}); check the file or re-export it"
+        ) from None
+
+
+def _parse_creation_time(tags: dict) -> float | None:
+    raw = tags.get("creation_time") or tags.get("date")
+    if not raw:
+        return None
+    try:
+        dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.astimezone()
+    if dt.year < 1980:  # cameras without a clock write 1970/1904 epochs
+        return None
+    return dt.timestamp()
+
+
+def probe(path: Path) -> MediaInfo:
+    """Read container and stream facts; raises :class:`MediaError` for unreadable files."""
+    path = Path(path)
+    with _open(path) as c:
+        v = c.streams.video[0] if c.streams.video else None
+        a = c.streams.audio[0] if c.streams.audio else None
+        if v is None and a is None:
+            raise MediaError(f"{path}: contains neither a video nor an audio stream")
+        duration = float(c.duration) / 1_000_000 if c.duration else 0.0
+        if duration <= 0:
+            stream = v or a
+            if stream.duration and stream.time_base:
+                duration = float(stream.duration * stream.time_base)
+        tags = {**dict(c.metadata), **(dict(v.metadata) if v is not None else {})}
+        return MediaInfo(
+            path=path,
+            duration=duration,
+            has_video=v is not None,
+            has_audio=a is not None,
+            width=v.codec_context.width if v is not None else 0,
+            height=v.codec_context.height if v is not None else 0,
+            video_codec=v.codec_context.name if v is not None else "",
+            avg_fps=float(v.average_rate) if v is not None and v.average_rate else 0.0,
+            creation_time=_parse_creation_time(tags),
+        )
+
+
+def clip_bounds(duration: float, clip_seconds: float = CLIP_SECONDS) -> list[tuple[float, float]]:
+    """Consecutive ``(start, end)`` spans covering ``duration`` seconds; a tail shorter than
+    2 s joins the previous clip. A duration of 0 gives no clips."""
+    if duration <= 0:
+        return []
+    n = max(1, math.ceil(duration / clip_seconds - 1e-9))
+    bounds = [(i * clip_seconds, min(duration, (i + 1) * clip_seconds)) for i in range(n)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < MIN_TAIL_SECONDS:
+        tail = bounds.pop()
+        bounds[-1] = (bounds[-1][0], tail[1])
+    return bounds
+
+
+def _resize_max(img: np.ndarray, max_side: int) -> np.ndarray:
+    import cv2
+
+    h, w = img.shape[:2]
+    scale = max_side / max(h, w)
+    if scale >= 1.0:
+        return img
+    return cv2.resize(img, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_AREA)
+
+
+def iter_clips(
+    info: MediaInfo,
+    *,
+    clip_seconds: float = CLIP_SECONDS,
+    fps: float = 1.0,
+    max_side: int = 1280,
+    warnings: list[str] | None = None,
+) -> Iterator[ClipSpan]:
+    """Yield the clips of a source in order, each with frames sampled at ``fps``.
+
+    Decodes the video stream once. A file that ends early (truncated, corrupt tail) yields the
+    clips decoded so far and appends a note to ``warnings``; audio-only sources yield clips
+    without frames. Frames are BGR ``uint8``, at most ``max_side`` pixels on their long side.
+    """
+    import av
+
+    bounds = clip_bounds(info.duration, clip_seconds)
+    if not info.has_video:
+        for i, (s, e) in enumerate(bounds):
+            yield ClipSpan(i, s, e)
+        return
+    spans = [ClipSpan(i, s, e) for i, (s, e) in enumerate(bounds)]
+    if not spans:
+        return
+    step = 1.0 / fps
+    current = 0
+    next_sample = 0.0
+    origin: float | None = None
+    last_t = 0.0
+    with _open(info.path) as c:
+        stream = c.streams.video[0]
+        stream.thread_type = "AUTO"
+        try:
+            for frame in c.decode(stream):
+                if frame.time is None:
+                    continue
+                if origin is None:
+                    origin = float(frame.time)
+                t = float(frame.time) - origin
+                last_t = t
+                while current < len(spans) and t >= spans[current].end:
+                    yield spans[current]
+                    spans[current] = None  # type: ignore[call-overload]  # free the frames
+                    current += 1
+                if current >= len(spans):
+                    break
+                if t + 1e-6 >= next_sample:
+                    span = spans[current]
+                    img = _resize_max(frame.to_ndarray(format="bgr24"), max_side)
+                    span.frames.append(Frame(round(t - span.start, 3), img))
+                    next_sample = math.floor(t / step + 1e-6) * step + step
+        except (av.error.FFmpegError, ValueError) as e:
+            if warnings is not None:
+                warnings.append(
+                    f"{info.path.name}: decoding stopped at {last_t:.1f} s "
+                    f"({e.__class__.__name__}); the file looks truncated or corrupt, "
+                    "clips up to that point were kept"
+                )
+    for span in spans[current:]:
+        if span is None:
+            continue
+        if span.frames or span.start <= last_t:
+            yield span
+        elif warnings is not None:
+            warnings.append(f"{info.path.name}: no frames decoded after {last_t:.1f} s")
+            break
+
+
+def load_audio(path: Path) -> np.ndarray | None:
+    """The source's audio as 16 kHz mono float32, or ``None`` when it has no audio stream.
+
+    Raises :class:`MediaError` when the audio stream exists but cannot be decoded.
+    """
+    import av
+    from faster_whisper.audio import decode_audio
+
+    info_has_audio = False
+    with _open(Path(path)) as c:
+        info_has_audio = bool(c.streams.audio)
+    if not info_has_audio:
+        return None
+    try:
+        return decode_audio(str(path), sampling_rate=16_000)
+    except (av.error.FFmpegError, IndexError, ValueError) as e:
+        raise MediaError(f"{path}: the audio stream could not be decoded ({e})") from None

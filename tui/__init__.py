@@ -1,0 +1,1 @@
+"""The Textual chat application (edge chat). Talks to edge/ only through its public API."""
