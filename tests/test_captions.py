@@ -1,0 +1,43 @@
+"""A memory from the shared EgoLife caption day (no video), asked the public EgoLifeQA item."""
+
+import json
+
+import pytest
+
+from edge.answer import ask
+from edge.captions import CaptionFileError, ingest_caption_file, read_caption_file
+from edge.timeline import parse_moment
+from tests.conftest import EGOLIFE_DAY1, shared
+
+pytestmark = pytest.mark.slow
+
+
+def test_caption_file_is_read_onto_the_day_clock():
+    recs = read_caption_file(shared(EGOLIFE_DAY1))
+    assert len(recs) == 974
+    assert recs[0].day == 1 and recs[0].t_start == parse_moment("DAY1 11:09:43")
+    assert recs[-1].day == 2
+    assert all(r.keys for r in recs)
+
+
+def test_malformed_caption_file_names_the_record(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps([{"date": "DAY1", "start_time": "11000000", "end_time": "11003000",
+                              "text": "ok"}, {"date": "Monday", "text": "x"}]))
+    with pytest.raises(CaptionFileError, match="record 1"):
+        read_caption_file(p)
+
+
+def test_screwdriver_question_cites_the_clip_around_1115(memory, hub):
+    path = shared(EGOLIFE_DAY1)
+    res = ingest_caption_file(memory, hub, path, limit=80)
+    assert res.clips_added == 80
+    again = ingest_caption_file(memory, hub, path, limit=80)
+    assert again.status == "skipped" and memory.stats()["clips"] == 80
+
+    at = parse_moment("DAY1 11:21")
+    result = ask(memory, hub, "Who used the screwdriver first?", at=at, max_rounds=1)
+    assert all(m.t_end <= at for m in result.moments)
+    target = parse_moment("DAY1 11:15:24")
+    assert any(abs(m.t_start - target) <= 60 for m in result.moments), [
+        m.when for m in result.moments]

@@ -1,0 +1,84 @@
+"""The CLI as a user drives it (click's runner, a temporary user directory)."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from edge.cli import main
+from edge.config import models_dir
+from tests.conftest import EGOLIFE_DAY1, shared
+
+
+@pytest.fixture()
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGE_MODELS_DIR", str(models_dir()))  # reuse the assembled GGUF
+    monkeypatch.setenv("EDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("EDGE_MEMORY", raising=False)
+    runner = CliRunner()
+
+    def _run(*args):
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return _run
+
+
+def test_help_lists_the_commands(run):
+    out = run("--help").output
+    for cmd in ("ingest", "ingest-captions", "ask", "doctor", "models", "stats"):
+        assert cmd in out
+
+
+def test_models_list_resolves_every_role(run):
+    r = run("models", "list", "--no-load", "--json")
+    rows = json.loads(r.output)
+    assert r.exit_code == 0
+    assert {row["role"] for row in rows} == {"transcriber", "embedder", "captioner",
+                                             "memory_llm", "solver"}
+    assert all(row["ok"] for row in rows), rows
+
+
+def test_unknown_profile_is_a_clear_error(run):
+    r = run("--profile", "huge", "models", "list", "--no-load")
+    assert r.exit_code == 1 and "unknown profile 'huge'" in r.output
+
+
+def test_ask_without_memory_says_how_to_build_one(run):
+    r = run("ask", "where are my keys?")
+    assert r.exit_code == 1
+    assert "edge ingest" in r.output and "Traceback" not in r.output
+
+
+def test_bad_time_and_missing_path_are_clear_errors(run, tmp_path):
+    r = run("ingest", str(tmp_path / "nope.mp4"))
+    assert r.exit_code == 1 and "no such file" in r.output
+    r = run("ingest", "--start", "teatime", str(tmp_path))
+    assert r.exit_code == 1 and "cannot read the time" in r.output
+
+
+@pytest.mark.slow
+def test_doctor_reports_every_role_working(run):
+    r = run("doctor")
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    for role in ("transcriber", "embedder", "captioner", "memory_llm", "solver"):
+        assert any(line.startswith("ok") and f"role {role}" in line for line in lines), lines
+
+
+@pytest.mark.slow
+def test_ingest_captions_then_ask_json(run, tmp_path):
+    mem = str(tmp_path / "day1.db")
+    r = run("ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "30", "--memory", mem,
+            "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["source"]["clips_added"] == 30 and out["memory_stats"]["clips"] == 30
+    r = run("ask", "--memory", mem, "--at", "DAY1 11:21", "--rounds", "1", "--json",
+            "Who used the screwdriver first?")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["moments"] and out["rounds"][0]["anchors"]
+    assert out["usage"]["by_role"]["solver"]["calls"] == 1
+    assert out["usage"]["tokens_in"] > 0
+    r = run("stats", "--memory", mem)
+    assert "clips    30" in r.output and "ask" in r.output

@@ -1,0 +1,105 @@
+"""Ingest → ask on real footage, re-ingest idempotence, bad files inside a folder."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from edge.answer import ask
+from edge.config import frames_dir
+from edge.ingest import IngestOptions, ingest_paths
+from edge.store import INDEX_TYPES
+from edge.timeline import parse_moment
+from tests.conftest import FOOTAGE, shared
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory):
+    """A folder with a real video, a speech-only mp3, a zero-byte and a truncated file."""
+    d = tmp_path_factory.mktemp("footage with spaces é")
+    shutil.copy(shared(FOOTAGE / "everyday_cooking.avi"), d / "cooking.avi")
+    shutil.copy(shared(FOOTAGE / "tiny_drawing_speech.mp3"), d / "drawing speech.mp3")
+    (d / "empty.mp4").write_bytes(b"")
+    src = (FOOTAGE / "everyday_reading.mp4").read_bytes()
+    (d / "truncated.mp4").write_bytes(src[:4000])
+    (d / "README.txt").write_text("not media, not picked up from a folder")
+    return d
+
+
+@pytest.fixture(scope="module")
+def ingested(small_folder, hub, tmp_path_factory):
+    from edge.store import Memory
+
+    path = tmp_path_factory.mktemp("mem") / "memory.db"
+    memory = Memory(path)
+    report = ingest_paths(memory, hub, [small_folder],
+                          IngestOptions(start=parse_moment("2025-03-01 09:00")))
+    yield memory, report
+    memory.close()
+
+
+def test_folder_ingest_stores_real_clips_and_skips_bad_files(ingested):
+    memory, report = ingested
+    by_name = {r.path.rsplit("/", 1)[-1]: r for r in report.results}
+    assert set(by_name) == {"cooking.avi", "drawing speech.mp3", "empty.mp4", "truncated.mp4"}
+    assert by_name["cooking.avi"].status == "ingested"
+    assert by_name["drawing speech.mp3"].status == "ingested"
+    assert by_name["empty.mp4"].status == "failed" and "empty" in by_name["empty.mp4"].message
+    assert by_name["truncated.mp4"].status == "failed"
+    clips = memory.all_clips()
+    assert len(clips) == 2
+    speech = [c for c in clips if "drawing" in c.transcript.lower()]
+    assert speech and speech[0].caption.startswith("Audio only")
+    video = [c for c in clips if c.keyframes][0]
+    for rel in video.keyframes:
+        assert (frames_dir(memory.path) / rel).stat().st_size > 1000
+    # --start applies to files without metadata, chained in order
+    assert min(c.t_start for c in clips) == parse_moment("2025-03-01 09:00")
+    # every clip has the four keys + caption, each with a 384-d vector
+    n_keys = memory.db.execute("SELECT count(*) FROM keys").fetchone()[0]
+    n_vecs = memory.db.execute("SELECT count(*) FROM key_vec").fetchone()[0]
+    assert n_keys == n_vecs == 2 * len(INDEX_TYPES)
+    assert report.usage["by_role"]["memory_llm"]["calls"] >= 2
+
+
+def test_reingest_adds_nothing(ingested, small_folder, hub):
+    memory, _ = ingested
+    before = memory.stats()["clips"]
+    again = ingest_paths(memory, hub, [small_folder])
+    statuses = {r.path.rsplit("/", 1)[-1]: r.status for r in again.results}
+    assert statuses["cooking.avi"] == "skipped" and statuses["drawing speech.mp3"] == "skipped"
+    assert memory.stats()["clips"] == before
+    assert again.usage["calls"] == 0  # no model work for known content
+
+
+def test_ask_cites_the_clip_where_the_words_were_heard(ingested, hub):
+    memory, _ = ingested
+    result = ask(memory, hub, "What did someone say about drawing?", max_rounds=1, top_n=2)
+    assert result.moments, "the evidence list is never empty when clips exist"
+    assert any("drawing" in m.caption.lower() for m in result.moments[:2])
+    assert len(result.rounds) == 1
+    assert result.usage["by_role"]["solver"]["calls"] == 1
+    assert result.usage["tokens_in"] > 0
+
+
+def test_question_time_excludes_later_clips(ingested, hub):
+    memory, _ = ingested
+    from edge.answer import AskError
+
+    with pytest.raises(AskError, match="before the question time"):
+        ask(memory, hub, "anything?", at=parse_moment("2025-03-01 08:00"))
+    only_first = ask(memory, hub, "what happened?", at=parse_moment("2025-03-01 09:00:10"),
+                     max_rounds=1, top_n=3)
+    assert all(m.t_end <= parse_moment("2025-03-01 09:00:10") for m in only_first.moments)
+
+
+def test_retrieval_vectors_are_the_embeddings_of_the_keys(ingested, hub):
+    memory, _ = ingested
+    clip = memory.all_clips()[0]
+    text = memory.db.execute("SELECT text FROM keys WHERE clip_id = ? AND type = 'summary'",
+                             (clip.id,)).fetchone()[0]
+    hits = memory.knn_keys(hub.embedder.embed_one(text), "summary", 1)
+    assert hits[0][0] == clip.id and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+    assert np.isfinite(hits[0][1])
