@@ -49,10 +49,17 @@ class _Group(click.Group):
     """Turns the project's expected errors into one clear line and exit code 1."""
 
     def invoke(self, ctx: click.Context):
+        import apsw
+
         try:
             return super().invoke(ctx)
         except _known_errors() as e:
             raise click.ClickException(str(e)) from None
+        except apsw.Error as e:
+            from edge.store import write_error
+
+            state = ctx.find_object(_State)
+            raise click.ClickException(str(write_error(state.memory_path, e))) from None
 
 
 @click.group(cls=_Group)
@@ -159,10 +166,10 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
         click.echo(line)
         for w in r.warnings:
             click.echo(f"     note: {w}")
-    u = report.usage
+    u = report.usage["llm"]
     failed = [r for r in report.results if r.status == "failed"]
     click.echo(f"{report.clips_added} clips added in {report.seconds:.1f} s; "
-               f"{u['calls']} model calls, {u['tokens_in']} tokens in / {u['tokens_out']} out. "
+               f"{u['calls']} LLM calls, {u['tokens_in']} tokens in / {u['tokens_out']} out. "
                f"Memory: {state.memory_path} ({stats['clips']} clips, {stats['hours']:.2f} h).")
     if failed:
         click.echo(f"{len(failed)} file(s) skipped because they could not be read; "
@@ -246,9 +253,8 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
     click.echo(f"Answer: {result.answer or '(no answer)'}")
     if result.note:
         click.echo(f"Note: {result.note}")
-    u = result.usage
-    llm_calls = u["by_role"].get("solver", {}).get("calls", 0)
-    click.echo(f"({len(result.rounds)} round(s), {llm_calls} LLM call(s), {u['tokens_in']} "
+    u = result.usage["llm"]
+    click.echo(f"({len(result.rounds)} round(s), {u['calls']} LLM call(s), {u['tokens_in']} "
                f"tokens in / {u['tokens_out']} out, {result.seconds:.1f} s)")
     click.echo("\nMoments (* = cited by the answer):")
     width = 100

@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import apsw
 import numpy as np
 
 from edge.config import frames_dir
 from edge.keys import ClipKeys, extract_keys
 from edge.media import ClipSpan, MediaError, MediaInfo, clip_bounds, iter_clips, load_audio, probe
-from edge.store import INDEX_TYPES, KEY_TYPES, Memory
+from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError, write_error
 from edge.timeline import day_of
 from models.transcriber import TranscriptSegment
 
@@ -201,6 +202,15 @@ def ingest_paths(
             results.append(_ingest_one(memory, hub, info, clock, options, on_progress))
         except MediaError as e:
             results.append(SourceResult(str(path), "failed", message=str(e)))
+        except StoreError:
+            raise  # the memory itself is unusable: stop, nothing more can be stored
+        except apsw.Error as e:
+            raise write_error(memory.path, e) from e
+        except Exception as e:  # one bad file never stops a folder; its stored clips stay
+            results.append(SourceResult(
+                str(path), "failed",
+                message=f"stopped by {e.__class__.__name__}: {e}; clips stored so far are "
+                        "kept and a re-run resumes this file"))
     return IngestReport(results, time.perf_counter() - t0, hub.usage.summary(mark))
 
 

