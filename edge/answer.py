@@ -26,7 +26,7 @@ class AskError(Exception):
 SOLVER_SCHEMA = {
     "type": "object",
     "properties": {
-        "answer": {"type": "string", "maxLength": 400},
+        "answer": {"type": "string", "maxLength": 600},
         "cited": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 6},
         "sufficient": {"type": "boolean"},
         "search": {"type": "string", "maxLength": 150},
@@ -38,7 +38,7 @@ SOLVER_SCHEMA = {
 SOLVER_PROMPT = """You answer questions about the user's own day from memory notes. Each note \
 describes a ~30-second clip of the user's first-person video and is numbered [n] with its \
 time; "I" in a note is the user. Use only the notes. Reply with a JSON object:
-- "answer": a short, direct answer to the question;
+- "answer": a direct answer to the question in one or two sentences;
 - "cited": the numbers of the notes the answer relies on;
 - "sufficient": true if the notes contain what the question needs, false otherwise;
 - "search": when not sufficient, a short search query for what is missing; else ""."""
@@ -148,12 +148,13 @@ def ask(
     if stats["clips"] == 0:
         raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
                        "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
-    if at is not None and (stats["first"] is None or stats["first"] >= at):
-        raise AskError("nothing in memory ends before the question time; "
-                       "use a later --at or ingest earlier footage")
+    asked_at = _moment_label(at)
+    if at is not None and memory.count_clips(before=at) == 0:
+        first, last = (format_moment(t, *day_of(t)) for t in (stats["first"], stats["last"]))
+        raise AskError(f"nothing in memory ends before the question time {asked_at}; the "
+                       f"memory covers {first} to {last}. Use a later --at (same form).")
     mark = hub.usage.mark()
     embedder, solver = hub.embedder, hub.llm("solver")
-    asked_at = _moment_label(at)
     header = f"Question (asked at {asked_at}): {question}\n\nNotes:\n"
     budget = (solver.n_ctx - answer_tokens - solver.count_tokens(SOLVER_PROMPT)
               - solver.count_tokens(header) - 96)
@@ -191,6 +192,10 @@ def ask(
         except (LLMOutputError, ContextOverflowError) as e:
             decision = None
             note = f"the solver's reply was unusable ({e}); showing the retrieved evidence"
+        if decision is not None:  # the trace names clips, not note numbers
+            decision = {**decision, "cited_clips": [
+                numbered[n - 1][0].clip.id for n in decision["cited"]
+                if 1 <= n <= len(numbered)]}
         rounds.append(RoundTrace(
             r, query,
             [{"clip_id": a.clip_id, "score": round(a.score, 4), "key": a.key_type}
@@ -203,11 +208,7 @@ def ask(
             break
         query = nxt
 
-    cited_ids: list[int] = []
-    if decision is not None:
-        for n in decision.get("cited", []):
-            if 1 <= n <= len(numbered) and numbered[n - 1][0].clip.id not in cited_ids:
-                cited_ids.append(numbered[n - 1][0].clip.id)
+    cited_ids = list(dict.fromkeys(decision["cited_clips"])) if decision else []
     anchor_ids = [it.clip.id for it in sorted(items.values(), key=lambda i: i.rank)
                   if it.role == "anchor"]
     moments = [_moment(items[cid], cited=True) for cid in cited_ids]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from edge.ingest import SourceResult, file_sha256, index_texts, store_clip
 from edge.keys import ClipKeys, extract_keys
+from edge.media import shown
 from edge.store import INDEX_TYPES, Memory
 from edge.timeline import day_clock, egolife_time
 
@@ -42,7 +43,7 @@ def read_caption_file(path: Path) -> list[CaptionRecord]:
     Raises :class:`CaptionFileError` naming the first bad record.
     """
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
+        data = json.loads(Path(path).read_text("utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CaptionFileError(f"{path}: not a readable JSON file ({e})") from None
     if not isinstance(data, list):
@@ -50,19 +51,24 @@ def read_caption_file(path: Path) -> list[CaptionRecord]:
     out = []
     for i, r in enumerate(data):
         try:
+            if not isinstance(r, dict):
+                raise ValueError("not a JSON object")
+            missing = [f for f in ("date", "start_time", "end_time", "text") if f not in r]
+            if missing:
+                raise ValueError(f"missing field(s) {', '.join(missing)}")
             m = re.fullmatch(r"DAY(\d+)", str(r["date"]).strip(), re.IGNORECASE)
-            if not m:
-                raise ValueError(f"date {r['date']!r} is not DAYn")
+            if not m or int(m.group(1)) < 1:
+                raise ValueError(f"date {r['date']!r} is not DAYn with n ≥ 1")
             day = int(m.group(1))
             t0 = day_clock(day, egolife_time(r["start_time"]))
             t1 = day_clock(day, egolife_time(r["end_time"]))
             if t1 < t0:  # a clip running past midnight
                 t1 += 86400.0
-            text = str(r["text"]).strip()
-            if not text:
-                raise ValueError("empty text")
-        except (KeyError, TypeError, ValueError) as e:
-            raise CaptionFileError(f"{path}: record {i} is malformed ({e})") from None
+            if not isinstance(r["text"], str) or not r["text"].strip():
+                raise ValueError("'text' must be a non-empty string")
+            text = r["text"].strip()
+        except (TypeError, ValueError) as e:
+            raise CaptionFileError(f"{path}: record {i} is malformed: {e}") from None
         keys = None
         if all(isinstance(r.get(f), str) and r[f].strip() for f in FILE_KEYS.values()):
             keys = {k: r[f].strip() for k, f in FILE_KEYS.items()}
@@ -76,44 +82,53 @@ def ingest_caption_file(
     hub,
     path: Path,
     *,
+    records: list[CaptionRecord] | None = None,
     extract: bool = False,
     limit: int | None = None,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> SourceResult:
-    """Add every record of a caption file as a clip with its four keys and their vectors.
+    """Add the records of a caption file as clips with their four keys and vectors.
 
     Keys come from the file when it has them (``origin="file"``); ``extract=True`` (or a
-    record without keys) asks the memory LLM (MERIT key extraction). Re-ingesting the same
-    file adds nothing; an interrupted run resumes where it stopped.
+    record without keys) asks the memory LLM (MERIT key extraction). ``limit`` takes only the
+    first N records; a later run without it adds the rest. Nothing is stored twice: the file
+    is known by its hash (an interrupted run resumes), and a record whose times and caption
+    are already stored — from this file or another, e.g. a multi-day file that contains the
+    day file — is skipped. ``records`` may be passed when the caller already parsed the file.
     """
     path = Path(path)
-    records = read_caption_file(path)
-    if limit is not None:
-        records = records[:limit]
-    digest = file_sha256(path) + (f":{limit}" if limit is not None else "")
+    records = read_caption_file(path) if records is None else records
+    wanted = records if limit is None else records[:limit]
+    digest = file_sha256(path)
     existing = memory.source_by_hash(digest)
     if existing is not None and existing.status == "done":
-        return SourceResult(str(path), "skipped",
+        return SourceResult(shown(path), "skipped",
                             message=f"already in memory (same content as {existing.path})")
     if existing is None:
         source_id = memory.add_source(
-            path=str(path.resolve()), sha256=digest, kind="captions", clock="dayclock",
+            path=shown(path.resolve()), sha256=digest, kind="captions", clock="dayclock",
             start_from="file", t_start=records[0].t_start if records else 0.0,
             duration=sum(r.t_end - r.t_start for r in records), n_clips=len(records),
             info={"keys": "extract" if extract else "file"})
         done: set[int] = set()
-        result = SourceResult(str(path), "ingested")
     else:
         source_id = existing.id
         done = memory.clip_indices(source_id)
-        result = SourceResult(str(path), "resumed")
+    result = SourceResult(shown(path), "ingested" if existing is None else "resumed")
     if on_total:
-        on_total(len(records))
-    embedder = hub.embedder
+        on_total(len(wanted))
+    duplicates = 0
     batch = 64
-    for lo in range(0, len(records), batch):
-        todo = [(i, r) for i, r in enumerate(records[lo:lo + batch], start=lo) if i not in done]
+    for lo in range(0, len(wanted), batch):
+        todo = []
+        for i, r in enumerate(wanted[lo:lo + batch], start=lo):
+            if i in done:
+                continue
+            if memory.find_clip(r.t_start, r.t_end, r.text) is not None:
+                duplicates += 1
+                continue
+            todo.append((i, r))
         keys_list: list[ClipKeys] = []
         for _, r in todo:
             if r.keys is not None and not extract:
@@ -121,7 +136,7 @@ def ingest_caption_file(
             else:
                 keys_list.append(extract_keys(hub.llm("memory_llm"), r.text))
         texts = [t for (_, r), k in zip(todo, keys_list) for t in index_texts(k, r.text)]
-        vecs = embedder.embed(texts)
+        vecs = hub.embedder.embed(texts)
         width = len(INDEX_TYPES)
         for j, ((i, r), k) in enumerate(zip(todo, keys_list)):
             store_clip(memory, vecs[j * width:(j + 1) * width], source_id=source_id, idx=i,
@@ -129,7 +144,18 @@ def ingest_caption_file(
                        transcript="", keyframes=[], signals={}, keys=k)
             result.clips_added += 1
         if on_progress:
-            on_progress(len(records[lo:lo + batch]))
-    result.duration = sum(r.t_end - r.t_start for r in records)
-    memory.finish_source(source_id)
+            on_progress(len(wanted[lo:lo + batch]))
+    result.duration = sum(r.t_end - r.t_start for r in wanted)
+    notes = []
+    if duplicates:
+        notes.append(f"{duplicates} record(s) already in memory from another source were skipped")
+    if len(wanted) < len(records):
+        notes.append(f"first {len(wanted)} of {len(records)} records; run again without "
+                     "--limit to add the rest")
+    else:
+        memory.finish_source(source_id)
+    if result.clips_added == 0:
+        result.status = "skipped"
+        notes.insert(0, "already in memory")
+    result.message = "; ".join(notes)
     return result

@@ -39,9 +39,9 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from edge.media import MediaError
     from edge.store import StoreError
     from edge.timeline import TimeParseError
-    from models import UnknownModelError, WeightsCorruptError, WeightsMissingError
+    from models import ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError
 
-    return (AskError, CaptionFileError, MediaError, StoreError, TimeParseError,
+    return (AskError, CaptionFileError, ConfigError, MediaError, StoreError, TimeParseError,
             UnknownModelError, WeightsCorruptError, WeightsMissingError)
 
 
@@ -146,8 +146,16 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
 
     with _open_memory(state, create=True) as memory:
         hub = state.hub()
-        report = ingest_paths(memory, hub, paths, options, on_progress=on_progress,
-                              on_total=on_total)
+        try:
+            report = ingest_paths(memory, hub, paths, options, on_progress=on_progress,
+                                  on_total=on_total)
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            memory.record_calls("ingest", hub.usage.records)
+            click.echo("\nInterrupted. Every clip stored so far is kept; run the same command "
+                       "again to resume where it stopped.", err=True)
+            raise SystemExit(130) from None
         if bar is not None:
             bar.close()
         memory.record_calls("ingest", hub.usage.records)
@@ -155,6 +163,8 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "memory": str(state.memory_path),
                                "memory_stats": stats}, indent=2, ensure_ascii=False))
+        if any(r.status == "failed" for r in report.results):
+            raise SystemExit(1)
         return
     for r in report.results:
         mark = {"ingested": "+", "resumed": "+", "skipped": "=", "failed": "!"}[r.status]
@@ -172,8 +182,8 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
                f"{u['calls']} LLM calls, {u['tokens_in']} tokens in / {u['tokens_out']} out. "
                f"Memory: {state.memory_path} ({stats['clips']} clips, {stats['hours']:.2f} h).")
     if failed:
-        click.echo(f"{len(failed)} file(s) skipped because they could not be read; "
-                   "see the lines marked '!'.")
+        click.echo(f"{len(failed)} file(s) could not be ingested; see the lines marked '!'.")
+        raise SystemExit(1)
 
 
 @main.command("ingest-captions")
@@ -181,14 +191,16 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--extract-keys", is_flag=True,
               help="Extract the four keys with the memory LLM instead of using the file's.")
-@click.option("--limit", type=int, default=None, help="Only the first N records.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Only the first N records (a later run without it adds the rest).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 @click.pass_obj
 def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | None,
                     as_json: bool) -> None:
     """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
-    from edge.captions import ingest_caption_file
+    from edge.captions import ingest_caption_file, read_caption_file
 
+    records = read_caption_file(file)  # a bad file fails here, before a memory is created
     t0 = time.perf_counter()
     bar = None
 
@@ -199,7 +211,8 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
     with _open_memory(state, create=True) as memory:
         hub = state.hub()
         mark = hub.usage.mark()
-        result = ingest_caption_file(memory, hub, file, extract=extract_keys, limit=limit,
+        result = ingest_caption_file(memory, hub, file, records=records, extract=extract_keys,
+                                     limit=limit,
                                      on_total=on_total,
                                      on_progress=lambda n: bar.update(n) if bar else None)
         if bar is not None:
@@ -273,7 +286,7 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
 
 @main.command()
 @_memory_options
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_obj
 def stats(state: _State, as_json: bool) -> None:
     """What the memory holds: clips, hours, days, model calls so far."""
@@ -290,6 +303,9 @@ def stats(state: _State, as_json: bool) -> None:
     click.echo(f"memory   {state.memory_path}")
     click.echo(f"sources  {s['sources']}\nclips    {s['clips']}\nkeys     {s['keys']}")
     click.echo(f"hours    {s['hours']:.2f}\ndays     {', '.join(s['days']) or '-'}")
+    if s["partial_sources"]:
+        click.echo(f"partial  {len(s['partial_sources'])} source(s) not finished (run the same "
+                   "ingest again to resume): " + ", ".join(s["partial_sources"]))
     for c in s["calls"]:
         click.echo(f"calls    {c['command']:16} {c['role']:12} {c['calls']:6} calls "
                    f"{c['tokens_in'] or 0:8} in {c['tokens_out'] or 0:7} out "
@@ -304,7 +320,7 @@ def models() -> None:
 @models.command("list")
 @_memory_options
 @click.option("--no-load", is_flag=True, help="Only resolve weights; do not load the models.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.pass_obj
 def models_list(state: _State, no_load: bool, as_json: bool) -> None:
     """Show each role of the profile: model, backend, where the weights are, whether it loads."""

@@ -21,9 +21,18 @@ import numpy as np
 
 from edge.config import frames_dir
 from edge.keys import ClipKeys, extract_keys
-from edge.media import ClipSpan, MediaError, MediaInfo, clip_bounds, iter_clips, load_audio, probe
+from edge.media import (
+    ClipSpan,
+    MediaError,
+    MediaInfo,
+    clip_bounds,
+    iter_clips,
+    load_audio,
+    probe,
+    shown,
+)
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError, write_error
-from edge.timeline import day_of
+from edge.timeline import day_of, guess_clock
 from models.transcriber import TranscriptSegment
 
 MEDIA_SUFFIXES = {
@@ -190,25 +199,25 @@ def ingest_paths(
         except MediaError as e:
             plan.append((path, None, str(e)))
         except OSError as e:
-            plan.append((path, None, f"{path}: {e.strerror or e}"))
+            plan.append((path, None, f"{shown(path)}: {e.strerror or e}"))
     if on_total:
         on_total(sum(i.duration for _, i, _ in plan if i is not None))
     clock = _StartClock(options.start)
     for path, info, error in plan:
         if info is None:
-            results.append(SourceResult(str(path), "failed", message=error))
+            results.append(SourceResult(shown(path), "failed", message=error))
             continue
         try:
             results.append(_ingest_one(memory, hub, info, clock, options, on_progress))
         except MediaError as e:
-            results.append(SourceResult(str(path), "failed", message=str(e)))
+            results.append(SourceResult(shown(path), "failed", message=str(e)))
         except StoreError:
             raise  # the memory itself is unusable: stop, nothing more can be stored
         except apsw.Error as e:
             raise write_error(memory.path, e) from e
         except Exception as e:  # one bad file never stops a folder; its stored clips stay
             results.append(SourceResult(
-                str(path), "failed",
+                shown(path), "failed",
                 message=f"stopped by {e.__class__.__name__}: {e}; clips stored so far are "
                         "kept and a re-run resumes this file"))
     return IngestReport(results, time.perf_counter() - t0, hub.usage.summary(mark))
@@ -221,25 +230,27 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
     existing = memory.source_by_hash(digest)
     if existing is not None and existing.status == "done":
         if on_progress:
-            on_progress(path.name, info.duration)
-        return SourceResult(str(path), "skipped", duration=info.duration,
+            on_progress(shown(path.name), info.duration)
+        return SourceResult(shown(path), "skipped", duration=info.duration,
                             message=f"already in memory (same content as {existing.path})")
     if existing is not None:
-        source_id, t_origin = existing.id, existing.t_start
+        source_id, t_origin, source_clock = existing.id, existing.t_start, existing.clock
         done = memory.clip_indices(source_id)
         status = "resumed"
     else:
         t_origin, start_from = clock.start_of(info)
+        source_clock = guess_clock(t_origin)  # --start "DAY1 11:00" puts footage on DAY1
         n = len(clip_bounds(info.duration, options.clip_seconds))
         source_id = memory.add_source(
-            path=str(path.resolve()), sha256=digest, kind="video" if info.has_video else "audio",
-            clock="wall", start_from=start_from, t_start=t_origin, duration=info.duration,
+            path=shown(path.resolve()), sha256=digest, kind="video" if info.has_video else "audio",
+            clock=source_clock, start_from=start_from, t_start=t_origin,
+            duration=info.duration,
             n_clips=n, info={"codec": info.video_codec, "width": info.width,
                              "height": info.height, "fps": round(info.avg_fps, 3),
                              "has_audio": info.has_audio})
         done = set()
         status = "ingested"
-    result = SourceResult(str(path), status, duration=info.duration)
+    result = SourceResult(shown(path), status, duration=info.duration)
     audio = load_audio(path) if info.has_audio else None
     segments = hub.transcriber.transcribe(audio) if audio is not None else []
     kf_dir = frames_dir(memory.path) / digest[:16]
@@ -247,7 +258,7 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
                            warnings=result.warnings):
         if span.index in done:
             if on_progress:
-                on_progress(path.name, span.duration)
+                on_progress(shown(path.name), span.duration)
             continue
         transcript = transcript_for(segments, span.start, span.end)
         cap = hub.captioner.caption(span.frames, transcript, span.duration)
@@ -256,12 +267,12 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
         keys = extract_keys(hub.llm("memory_llm"), cap.text)
         vectors = hub.embedder.embed(index_texts(keys, cap.text))
         store_clip(memory, vectors, source_id=source_id, idx=span.index,
-                   t_start=t_origin + span.start, t_end=t_origin + span.end, clock="wall",
+                   t_start=t_origin + span.start, t_end=t_origin + span.end, clock=source_clock,
                    caption=cap.text, transcript=transcript, keyframes=keyframes,
                    signals=cap.signals, keys=keys)
         result.clips_added += 1
         if on_progress:
-            on_progress(path.name, span.duration)
+            on_progress(shown(path.name), span.duration)
     memory.finish_source(source_id)
     if not info.has_audio:
         result.message = "no audio stream: captions come from the frames only"

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 from models.llm import ContextOverflowError, LLMOutputError
 
+# Length caps keep the whole object inside the token budget (4 × 150 characters ≈ 160
+# English tokens < max_tokens), so the grammar closes the JSON instead of being cut off.
 KEY_SCHEMA = {
     "type": "object",
     "properties": {
-        "event": {"type": "string", "minLength": 1, "maxLength": 200},
-        "dialogue": {"type": "string", "minLength": 1, "maxLength": 200},
-        "object": {"type": "string", "minLength": 1, "maxLength": 200},
-        "summary": {"type": "string", "minLength": 1, "maxLength": 120},
+        "event": {"type": "string", "minLength": 1, "maxLength": 150},
+        "dialogue": {"type": "string", "minLength": 1, "maxLength": 150},
+        "object": {"type": "string", "minLength": 1, "maxLength": 150},
+        "summary": {"type": "string", "minLength": 1, "maxLength": 100},
     },
     "required": ["event", "dialogue", "object", "summary"],
     "additionalProperties": False,
@@ -81,7 +83,7 @@ def extractive_keys(caption: str) -> ClipKeys:
 
 
 def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
-                 max_tokens: int = 220) -> ClipKeys:
+                 max_tokens: int = 300) -> ClipKeys:
     """Four MERIT keys for ``caption`` from the memory LLM (one schema-constrained call).
 
     Falls back to :func:`extractive_keys` (``origin="extractive"``) when the model's output

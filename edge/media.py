@@ -8,6 +8,7 @@ presentation time, which also handles variable frame rate. Files without a video
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +20,12 @@ from models.captioner import Frame
 
 CLIP_SECONDS = 30.0
 MIN_TAIL_SECONDS = 2.0  # a last clip shorter than this is merged into the one before it
+
+
+def shown(path: Path | str) -> str:
+    """A path as text that can always be printed and stored: bytes that are not UTF-8 (a
+    file name from another system) become ``\\xff`` escapes instead of raising."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 class MediaError(Exception):
@@ -59,14 +66,14 @@ def _open(path: Path):
     import av
 
     if not path.exists():
-        raise MediaError(f"{path}: no such file")
+        raise MediaError(f"{shown(path)}: no such file")
     if path.stat().st_size == 0:
-        raise MediaError(f"{path}: the file is empty (0 bytes)")
+        raise MediaError(f"{shown(path)}: the file is empty (0 bytes)")
     try:
         return av.open(str(path))
     except av.error.FFmpegError as e:
         raise MediaError(
-            f"{path}: not a readable video or audio file ({e.__class__.__name__}: "
+            f"{shown(path)}: not a readable video or audio file ({e.__class__.__name__}: "
             f"{getattr(e, 'strerror', None) or e}); check the file or re-export it"
         ) from None
 
@@ -93,7 +100,7 @@ def probe(path: Path) -> MediaInfo:
         v = c.streams.video[0] if c.streams.video else None
         a = c.streams.audio[0] if c.streams.audio else None
         if v is None and a is None:
-            raise MediaError(f"{path}: contains neither a video nor an audio stream")
+            raise MediaError(f"{shown(path)}: contains neither a video nor an audio stream")
         duration = float(c.duration) / 1_000_000 if c.duration else 0.0
         if duration <= 0:
             stream = v or a
@@ -190,7 +197,7 @@ def iter_clips(
         except (av.error.FFmpegError, ValueError) as e:
             if warnings is not None:
                 warnings.append(
-                    f"{info.path.name}: decoding stopped at {last_t:.1f} s "
+                    f"{shown(info.path.name)}: decoding stopped at {last_t:.1f} s "
                     f"({e.__class__.__name__}); the file looks truncated or corrupt, "
                     "clips up to that point were kept"
                 )
@@ -200,7 +207,7 @@ def iter_clips(
         if span.frames or span.start <= last_t:
             yield span
         elif warnings is not None:
-            warnings.append(f"{info.path.name}: no frames decoded after {last_t:.1f} s")
+            warnings.append(f"{shown(info.path.name)}: no frames decoded after {last_t:.1f} s")
             break
 
 
@@ -220,4 +227,4 @@ def load_audio(path: Path) -> np.ndarray | None:
     try:
         return decode_audio(str(path), sampling_rate=16_000)
     except (av.error.FFmpegError, IndexError, ValueError) as e:
-        raise MediaError(f"{path}: the audio stream could not be decoded ({e})") from None
+        raise MediaError(f"{shown(path)}: the audio stream could not be decoded ({e})") from None

@@ -9,8 +9,10 @@ written in one transaction, so a killed process leaves either the whole clip or 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,6 +164,9 @@ class Memory:
         import apsw
 
         self.path = Path(path)
+        if not create and self.path.exists() and self.path.stat().st_size == 0:
+            raise StoreError(f"{self.path} is an empty file, not a memory; build one with "
+                             "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
         if not self.path.exists():
             if not create:
                 raise StoreError(
@@ -179,7 +184,31 @@ class Memory:
             self.migrate()
         except apsw.Error as e:
             self.db.close()
+            if isinstance(e, apsw.CantOpenError | apsw.ReadOnlyError) and not os.access(
+                self.path.parent, os.W_OK
+            ):
+                raise StoreError(
+                    f"cannot use the memory {self.path}: its folder is not writable (SQLite's "
+                    "WAL mode writes -wal/-shm files beside it); copy it somewhere writable"
+                ) from None
             raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
+
+    @contextmanager
+    def _write(self):
+        """A write transaction taken with BEGIN IMMEDIATE: a second writer (another ingest)
+        waits up to the busy timeout for the lock instead of failing at its first write, as
+        a deferred transaction upgraded from read to write would (SQLITE_BUSY)."""
+        if self.db.in_transaction:
+            with self.db:  # nested: a savepoint inside the outer transaction
+                yield
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     # -- lifecycle
     def migrate(self) -> list[str]:
@@ -192,7 +221,10 @@ class Memory:
         for name, fn in MIGRATIONS:
             if name in done:
                 continue
-            with self.db:
+            with self._write():
+                if self.db.execute("SELECT 1 FROM _migrations WHERE name = ?",
+                                   (name,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
                 fn(self.db)
                 self.db.execute("INSERT INTO _migrations VALUES(?, ?)", (name, time.time()))
             applied.append(name)
@@ -217,7 +249,7 @@ class Memory:
     def add_source(self, *, path: str, sha256: str, kind: str, clock: str, start_from: str,
                    t_start: float, duration: float, n_clips: int, info: dict) -> int:
         """Register a source as ``ingesting``; returns its id."""
-        with self.db:
+        with self._write():
             self.db.execute(
                 "INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration,"
                 " n_clips, status, added_at, info) VALUES(?,?,?,?,?,?,?,?,'ingesting',?,?)",
@@ -227,7 +259,7 @@ class Memory:
             return self.db.last_insert_rowid()
 
     def finish_source(self, source_id: int) -> None:
-        with self.db:
+        with self._write():
             self.db.execute("UPDATE sources SET status = 'done' WHERE id = ?", (source_id,))
 
     def clip_indices(self, source_id: int) -> set[int]:
@@ -258,7 +290,7 @@ class Memory:
         the same types to 384-d float32 unit vectors. A clip already stored under
         ``(source_id, idx)`` is left as it is and its id returned.
         """
-        with self.db:
+        with self._write():
             row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
                                   (source_id, idx)).fetchone()
             if row:
@@ -356,11 +388,25 @@ class Memory:
             f"SELECT id, clip_id FROM keys WHERE id IN ({marks})", [h[0] for h in hits]))
         return [(owner[kid], 1.0 - float(dist)) for kid, dist in hits]
 
+    def count_clips(self, before: float | None = None) -> int:
+        """Clips that end by ``before`` (timeline seconds), or all clips."""
+        if before is None:
+            return self.db.execute("SELECT count(*) FROM clips").fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM clips WHERE t_end <= ?",
+                               (float(before),)).fetchone()[0]
+
+    def find_clip(self, t_start: float, t_end: float, caption: str) -> int | None:
+        """The id of a stored clip with exactly these times and caption, from any source."""
+        row = self.db.execute(
+            "SELECT id FROM clips WHERE t_start = ? AND t_end = ? AND caption = ? LIMIT 1",
+            (t_start, t_end, caption)).fetchone()
+        return row[0] if row else None
+
     # -- accounting and stats
     def record_calls(self, command: str, records: Iterable) -> None:
         """Persist model call records (``models.CallRecord``) under ``command``."""
         now = time.time()
-        with self.db:
+        with self._write():
             for r in records:
                 self.db.execute(
                     "INSERT INTO calls(at, command, role, model, tokens_in, tokens_out, seconds)"
@@ -382,4 +428,6 @@ class Memory:
             "first": first,
             "last": last,
             "last_ingest": q("SELECT max(added_at) FROM sources").fetchone()[0],
+            "partial_sources": [r[0] for r in q(
+                "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
         }

@@ -30,9 +30,14 @@ def day_clock(day: int, seconds_of_day: float) -> float:
 
 
 def egolife_time(hhmmssff: str, fps: int = 20) -> float:
-    """Seconds of day from EgoLife's ``HHMMSSFF`` (FF = frame at 20 fps)."""
-    s = str(hhmmssff).zfill(8)
+    """Seconds of day from EgoLife's ``HHMMSSFF`` (FF = frame at 20 fps); raises
+    ``ValueError`` for anything else."""
+    s = str(hhmmssff).strip().zfill(8)
+    if len(s) != 8 or not s.isdigit():
+        raise ValueError(f"time {hhmmssff!r} is not HHMMSSFF")
     hh, mm, ss, ff = int(s[0:2]), int(s[2:4]), int(s[4:6]), int(s[6:8])
+    if hh > 23 or mm > 59 or ss > 59 or ff >= fps:
+        raise ValueError(f"time {hhmmssff!r} is out of range (HH<24, MM<60, SS<60, FF<{fps})")
     return hh * 3600 + mm * 60 + ss + ff / fps
 
 

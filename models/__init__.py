@@ -4,9 +4,20 @@ Public API: the manifest (profiles, roles, model specs), the weight resolver, th
 :class:`ModelHub` that loads each role once, and the usage meter that counts every call.
 """
 
-from models.hub import ModelHub, default_threads
+import os
+
+# llama.cpp (and CTranslate2) run on OpenMP, whose worker threads spin while they wait. On a
+# 2-core device that shares its cores with anything else (OCR, decoding, another model) the
+# spinning threads starve each other: measured 35.8 s instead of 1.0 s for a 9-token reply.
+# Passive waiting costs nothing measurable when the cores are idle. Must be set before the
+# OpenMP runtime loads, i.e. before llama_cpp/ctranslate2 are imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("GGML_NO_BACKTRACE", "1")  # a ggml assert otherwise forks gdb (MODELS.md)
+
+from models.hub import ModelHub, default_threads  # noqa: E402
 from models.registry import (
     ROLES,
+    ConfigError,
     Manifest,
     ModelSpec,
     Profile,
@@ -19,6 +30,7 @@ from models.usage import CallRecord, UsageMeter
 __all__ = [
     "ROLES",
     "CallRecord",
+    "ConfigError",
     "Manifest",
     "ModelHub",
     "ModelSpec",

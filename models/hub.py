@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from models.registry import ModelSpec, Profile
-from models.resolve import resolve_tokenizer, resolve_weights
+from models.registry import ConfigError, ModelSpec, Profile
+from models.resolve import WeightsMissingError, resolve_tokenizer, resolve_weights
 from models.usage import UsageMeter
 
 
@@ -21,7 +21,9 @@ def default_threads() -> int:
     """CPU threads per model: ``EDGE_THREADS`` or 2 (the edge budget), never more than the cores."""
     env = os.environ.get("EDGE_THREADS")
     if env:
-        return max(1, int(env))
+        if not env.strip().isdigit() or int(env) < 1:
+            raise ConfigError(f"EDGE_THREADS={env!r}: must be a whole number of threads ≥ 1")
+        return int(env)
     return max(1, min(2, os.cpu_count() or 1))
 
 
@@ -43,7 +45,12 @@ class ModelHub:
         self._lock = threading.Lock()
 
     def _build(self, spec: ModelSpec) -> Any:
-        path = resolve_weights(spec, self.models_dir)
+        try:
+            path = resolve_weights(spec, self.models_dir)
+        except WeightsMissingError as e:
+            raise WeightsMissingError(
+                f"{e} For every model of the {self.profile.name!r} profile: "
+                f"`bash scripts/setup.sh --profile {self.profile.name}`.") from None
         if spec.backend == "faster-whisper":
             from models.transcriber import WhisperTranscriber
 

@@ -24,6 +24,10 @@ class UnknownModelError(KeyError):
         return str(self.args[0]) if self.args else "unknown model"
 
 
+class ConfigError(ValueError):
+    """A setting (environment variable, profile file) has a value we cannot use."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One model entry of the manifest.

