@@ -157,7 +157,7 @@ def ask(
     embedder, solver = hub.embedder, hub.llm("solver")
     header = f"Question (asked at {asked_at}): {question}\n\nNotes:\n"
     budget = (solver.n_ctx - answer_tokens - solver.count_tokens(SOLVER_PROMPT)
-              - solver.count_tokens(header) - 96)
+              - solver.count_tokens(header) - solver.count_tokens(question) - 96)
 
     items: dict[int, _Item] = {}
     rounds: list[RoundTrace] = []
@@ -184,8 +184,9 @@ def ask(
             f"[{n}] {format_moment(it.clip.t_start, it.clip.day, it.clip.day_start)}: {text}"
             for n, (it, text) in enumerate(numbered, start=1)
         )
+        # The question is repeated after the notes: small models answer what they read last.
         messages = [{"role": "system", "content": SOLVER_PROMPT},
-                    {"role": "user", "content": header + notes}]
+                    {"role": "user", "content": f"{header}{notes}\n\nQuestion: {question}"}]
         try:
             decision = solver.chat_json(messages, role="solver", schema=SOLVER_SCHEMA,
                                         max_tokens=answer_tokens)
