@@ -104,7 +104,7 @@ def ingest_caption_file(
     existing = memory.source_by_hash(digest)
     if existing is not None and existing.status == "done":
         return SourceResult(shown(path), "skipped",
-                            message=f"already in memory (same content as {existing.path})")
+                            message=f"already in memory: same content as {existing.path}")
     if existing is None:
         source_id = memory.add_source(
             path=shown(path.resolve()), sha256=digest, kind="captions", clock="dayclock",

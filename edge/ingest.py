@@ -34,6 +34,7 @@ from edge.media import (
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError, write_error
 from edge.timeline import day_of, guess_clock
 from models.transcriber import TranscriptSegment
+from models.vision import downscale
 
 MEDIA_SUFFIXES = {
     ".mp4", ".mov", ".m4v", ".mkv", ".avi", ".webm", ".mts", ".m2ts", ".ts", ".3gp", ".flv",
@@ -124,12 +125,7 @@ def _save_keyframes(span: ClipSpan, folder: Path, stem: str, count: int, side: i
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for j, i in enumerate(picks):
-        img = span.frames[i].image
-        h, w = img.shape[:2]
-        scale = min(1.0, side / max(h, w))
-        if scale < 1.0:
-            img = cv2.resize(img, (round(w * scale), round(h * scale)),
-                             interpolation=cv2.INTER_AREA)
+        img = downscale(span.frames[i].image, side)
         name = f"{stem}_{j}.jpg"
         if not cv2.imwrite(str(folder / name), img, [cv2.IMWRITE_JPEG_QUALITY, 85]):
             raise OSError(f"could not write keyframe {folder / name}")
@@ -232,7 +228,7 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
         if on_progress:
             on_progress(shown(path.name), info.duration)
         return SourceResult(shown(path), "skipped", duration=info.duration,
-                            message=f"already in memory (same content as {existing.path})")
+                            message=f"already in memory: same content as {existing.path}")
     if existing is not None:
         source_id, t_origin, source_clock = existing.id, existing.t_start, existing.clock
         done = memory.clip_indices(source_id)

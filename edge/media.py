@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from models.captioner import Frame
+from models.vision import downscale
 
 CLIP_SECONDS = 30.0
 MIN_TAIL_SECONDS = 2.0  # a last clip shorter than this is merged into the one before it
@@ -133,16 +134,6 @@ def clip_bounds(duration: float, clip_seconds: float = CLIP_SECONDS) -> list[tup
     return bounds
 
 
-def _resize_max(img: np.ndarray, max_side: int) -> np.ndarray:
-    import cv2
-
-    h, w = img.shape[:2]
-    scale = max_side / max(h, w)
-    if scale >= 1.0:
-        return img
-    return cv2.resize(img, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_AREA)
-
-
 def iter_clips(
     info: MediaInfo,
     *,
@@ -191,7 +182,7 @@ def iter_clips(
                     break
                 if t + 1e-6 >= next_sample:
                     span = spans[current]
-                    img = _resize_max(frame.to_ndarray(format="bgr24"), max_side)
+                    img = downscale(frame.to_ndarray(format="bgr24"), max_side)
                     span.frames.append(Frame(round(t - span.start, 3), img))
                     next_sample = math.floor(t / step + 1e-6) * step + step
         except (av.error.FFmpegError, ValueError) as e:

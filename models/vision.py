@@ -19,7 +19,9 @@ class TextLine:
     score: float
 
 
-def _downscale(frame: np.ndarray, max_side: int) -> np.ndarray:
+def downscale(frame: np.ndarray, max_side: int) -> np.ndarray:
+    """``frame`` resized (area interpolation) so its long side is at most ``max_side`` pixels;
+    returned as is when it is already small enough."""
     import cv2
 
     h, w = frame.shape[:2]
@@ -47,7 +49,7 @@ class TextReader:
 
     def read(self, frame: np.ndarray) -> list[TextLine]:
         t0 = time.perf_counter()
-        result, _ = self._ocr(_downscale(frame, self.max_side))
+        result, _ = self._ocr(downscale(frame, self.max_side))
         lines = [
             TextLine(str(text).strip(), float(score))
             for _box, text, score in (result or [])
@@ -75,7 +77,7 @@ class FaceCounter:
     def count(self, frame: np.ndarray) -> int:
         import cv2
 
-        gray = cv2.cvtColor(_downscale(frame, self.max_side), cv2.COLOR_BGR2GRAY)
+        gray = cv2.cvtColor(downscale(frame, self.max_side), cv2.COLOR_BGR2GRAY)
         faces = self._cascade.detectMultiScale(gray, scaleFactor=1.1, minNeighbors=6,
                                                minSize=(32, 32))
         return len(faces)
@@ -96,7 +98,7 @@ def histogram_distance(a: np.ndarray, b: np.ndarray) -> float:
     import cv2
 
     def hist(img: np.ndarray) -> np.ndarray:
-        hsv = cv2.cvtColor(_downscale(img, 160), cv2.COLOR_BGR2HSV)
+        hsv = cv2.cvtColor(downscale(img, 160), cv2.COLOR_BGR2HSV)
         h = cv2.calcHist([hsv], [0, 1], None, [16, 16], [0, 180, 0, 256])
         return cv2.normalize(h, h).flatten()
 
