@@ -13,7 +13,12 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from edge.retrieval import Neighborhood, expand_neighbors, max_sim_retrieve
+from edge.retrieval import (
+    Neighborhood,
+    expand_neighbors,
+    hybrid_retrieve,
+    max_sim_retrieve,
+)
 from edge.store import KEY_TYPES, Clip, Memory
 from edge.timeline import day_of, format_moment
 from models.llm import ContextOverflowError, LLMOutputError
@@ -127,6 +132,7 @@ def ask(
     delta: int = 2,
     max_rounds: int = 5,
     key_types: tuple[str, ...] = KEY_TYPES,
+    retrieval: str = "keys",
     answer_tokens: int = 300,
     anchor_tokens: int = 300,
     neighbor_tokens: int = 100,
@@ -137,9 +143,13 @@ def ask(
         at: the question time (timeline seconds); only clips ending by then are used.
             ``None`` means no limit. top_n: anchors per round. delta: neighbor window Δ.
         max_rounds: R, the bound on retrieval rounds (one solver call each).
+        retrieval: ``keys`` (MERIT max-sim over the keys) or ``hybrid`` (max-sim fused by
+            RRF with BM25 over captions, transcripts and keys).
     Raises:
         AskError: the memory is empty or holds nothing before ``at``.
     """
+    if retrieval not in ("keys", "hybrid"):
+        raise ValueError(f"unknown retrieval {retrieval!r}; use 'keys' or 'hybrid'")
     t0 = time.perf_counter()
     question = question.strip()
     if not question:
@@ -168,8 +178,12 @@ def ask(
     note = ""
     for r in range(1, max_rounds + 1):
         tried.add(query.lower())
-        anchors = max_sim_retrieve(memory, embedder.embed_one(query), top_n=top_n,
-                                   key_types=key_types, before=at)
+        if retrieval == "hybrid":
+            anchors = hybrid_retrieve(memory, query, embedder.embed_one(query), top_n=top_n,
+                                      key_types=key_types, before=at)
+        else:
+            anchors = max_sim_retrieve(memory, embedder.embed_one(query), top_n=top_n,
+                                       key_types=key_types, before=at)
         hoods: list[Neighborhood] = expand_neighbors(memory, anchors, delta, before=at)
         for rank, h in enumerate(hoods):
             old = items.get(h.anchor.id)

@@ -245,11 +245,15 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               help="Neighbor window Δ (clips on each side).")
 @click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
               help="Most retrieval rounds R.")
+@click.option("--retrieval", type=click.Choice(["keys", "hybrid"]), default="keys",
+              show_default=True,
+              help="keys: MERIT max-sim over the four keys; hybrid: that fused (RRF) with "
+                   "BM25 over captions, transcripts and keys.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the answer, moments and usage as JSON.")
 @click.pass_obj
 def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, rounds: int,
-        as_json: bool) -> None:
+        retrieval: str, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
     from edge.timeline import parse_moment
@@ -258,7 +262,7 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
     with _open_memory(state, create=False) as memory:
         hub = state.hub()
         result = run_ask(memory, hub, question, at=at_t, top_n=top_n, delta=delta,
-                         max_rounds=rounds)
+                         max_rounds=rounds, retrieval=retrieval)
         memory.record_calls("ask", hub.usage.records)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))

@@ -9,6 +9,8 @@ of the key type where its maximum is reached.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +52,92 @@ def max_sim_retrieve(
                 best[clip_id] = ScoredClip(clip_id, sim, ktype)
     ranked = sorted(best.values(), key=lambda s: (-s.score, s.clip_id))
     return ranked[:top_n]
+
+
+STOPWORDS = frozenset(
+    "a an and are at be by did do does for from had has have how i in is it me my of on or "
+    "the to was were what when where which who whom why with you your".split()
+)
+
+FUSIONS = ("rrf", "wrrf", "max", "sum", "mean")
+"""Rank fusion methods (MARQUIS §fusion): reciprocal rank fusion, weighted RRF, and
+max / sum / mean of the lists' scores."""
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text: its words (stopwords dropped), each quoted,
+    joined with OR so BM25 ranks clips by how many and how rare the words are. ``None`` when
+    no word is left."""
+    words = [w for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
+    words = list(dict.fromkeys(words))
+    if not words:
+        return None
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def bm25_retrieve(memory: Memory, query: str, *, top_n: int = 5,
+                  before: float | None = None) -> list[ScoredClip]:
+    """Top-``top_n`` clips by BM25 over captions, transcripts and keys (FTS5), best first.
+
+    ``score`` is the BM25 score (positive, unbounded), ``key_type`` is ``"bm25"``.
+    """
+    match = fts_query(query)
+    if match is None:
+        return []
+    return [ScoredClip(cid, score, "bm25") for cid, score in memory.bm25(match, top_n, before)]
+
+
+def fuse(
+    ranked_lists: Sequence[Sequence[ScoredClip]],
+    *,
+    method: str = "rrf",
+    k: int = 60,
+    weights: Sequence[float] | None = None,
+    top_n: int | None = None,
+) -> list[ScoredClip]:
+    """Fuse ranked lists of clips into one, best first (MARQUIS rank fusion).
+
+    - ``rrf``: Σ 1/(k + rank) over the lists a clip appears in (rank from 1; k = 10/60/100);
+    - ``wrrf``: Σ wᵢ/(k + rank), ``weights`` one per list;
+    - ``max`` / ``sum`` / ``mean``: of the clip's scores across lists (mean over the lists
+      it appears in). Use these only on comparable scores (e.g. cosine from sub-queries).
+
+    Ties break by clip id. ``key_type`` of the result names the list (``list0``…) or key
+    that contributed the most.
+    """
+    if method not in FUSIONS:
+        raise ValueError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")
+    if method == "wrrf":
+        if weights is None or len(weights) != len(ranked_lists):
+            raise ValueError("wrrf needs one weight per ranked list")
+    w = list(weights) if weights is not None else [1.0] * len(ranked_lists)
+    scores: dict[int, list[float]] = {}
+    best: dict[int, tuple[float, str]] = {}
+    for li, ranked in enumerate(ranked_lists):
+        for rank, item in enumerate(ranked, start=1):
+            if method in ("rrf", "wrrf"):
+                contrib = (w[li] if method == "wrrf" else 1.0) / (k + rank)
+            else:
+                contrib = item.score
+            scores.setdefault(item.clip_id, []).append(contrib)
+            if item.clip_id not in best or contrib > best[item.clip_id][0]:
+                best[item.clip_id] = (contrib, item.key_type)
+    combine = {"rrf": sum, "wrrf": sum, "sum": sum, "max": max,
+               "mean": lambda v: sum(v) / len(v)}[method]
+    fused = [ScoredClip(cid, float(combine(v)), best[cid][1]) for cid, v in scores.items()]
+    fused.sort(key=lambda s: (-s.score, s.clip_id))
+    return fused[:top_n] if top_n is not None else fused
+
+
+def hybrid_retrieve(memory: Memory, query: str, query_vec: np.ndarray, *, top_n: int = 5,
+                    key_types: tuple[str, ...] = KEY_TYPES, before: float | None = None,
+                    k: int = 60, depth: int = 4) -> list[ScoredClip]:
+    """MERIT max-sim over keys fused by RRF with BM25 over FTS5; each list is taken
+    ``depth``×``top_n`` deep before fusing. Scores are RRF scores."""
+    dense = max_sim_retrieve(memory, query_vec, top_n=top_n * depth, key_types=key_types,
+                             before=before)
+    lexical = bm25_retrieve(memory, query, top_n=top_n * depth, before=before)
+    return fuse([dense, lexical], method="rrf", k=k, top_n=top_n)
 
 
 @dataclass

@@ -128,7 +128,28 @@ def _m001_initial(db) -> None:
     )
 
 
-MIGRATIONS: list[tuple[str, Callable]] = [("m001_initial", _m001_initial)]
+def _m002_clip_text_fts(db) -> None:
+    """FTS5 (BM25) over each clip's caption, transcript and key texts; backfills old clips."""
+    db.execute(
+        """
+        CREATE VIRTUAL TABLE clip_text USING fts5(
+            caption, transcript, keys,
+            tokenize = 'unicode61 remove_diacritics 2'
+        )
+        """
+    )
+    db.execute(
+        "INSERT INTO clip_text(rowid, caption, transcript, keys) "
+        "SELECT c.id, c.caption, c.transcript, coalesce(group_concat(k.text, ' | '), '') "
+        "FROM clips c LEFT JOIN keys k ON k.clip_id = c.id AND k.type != 'caption' "
+        "GROUP BY c.id"
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable]] = [
+    ("m001_initial", _m001_initial),
+    ("m002_clip_text_fts", _m002_clip_text_fts),
+]
 
 
 def _connect(path: Path):
@@ -316,6 +337,11 @@ class Memory:
                     "INSERT INTO key_vec(key_id, key_type, clip_end, embedding) VALUES(?,?,?,?)",
                     (key_id, ktype, float(t_end), vec.tobytes()),
                 )
+            self.db.execute(
+                "INSERT INTO clip_text(rowid, caption, transcript, keys) VALUES(?,?,?,?)",
+                (clip_id, caption, transcript,
+                 " | ".join(t for k, (t, _) in keys.items() if k != "caption")),
+            )
             return clip_id
 
     _CLIP_COLS = ("id, source_id, idx, t_start, t_end, day, day_start, caption, transcript,"
@@ -401,6 +427,20 @@ class Memory:
             "SELECT id FROM clips WHERE t_start = ? AND t_end = ? AND caption = ? LIMIT 1",
             (t_start, t_end, caption)).fetchone()
         return row[0] if row else None
+
+    def bm25(self, match: str, k: int, before: float | None = None) -> list[tuple[int, float]]:
+        """Top-``k`` ``(clip_id, BM25 score)`` for an FTS5 ``match`` expression, best first
+        (scores are positive; larger is better). The time scope is part of the same query, so
+        it applies before the top-k cut."""
+        sql = ("SELECT t.rowid, -bm25(clip_text) AS score FROM clip_text t "
+               "JOIN clips c ON c.id = t.rowid WHERE clip_text MATCH ?")
+        args: list = [match]
+        if before is not None:
+            sql += " AND c.t_end <= ?"
+            args.append(float(before))
+        sql += " ORDER BY score DESC, t.rowid LIMIT ?"
+        args.append(int(k))
+        return [(cid, float(score)) for cid, score in self.db.execute(sql, args)]
 
     # -- accounting and stats
     def record_calls(self, command: str, records: Iterable) -> None:

@@ -32,7 +32,10 @@ def _fill(memory: Memory, n_clips: int, seed: int = 0) -> np.ndarray:
 def test_migrations_apply_once_and_reopen(tmp_path):
     path = tmp_path / "m.db"
     with Memory(path) as m:
-        assert m.db.execute("SELECT name FROM _migrations").fetchall() == [("m001_initial",)]
+        from edge.store import MIGRATIONS
+
+        applied = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY name")]
+        assert applied == [name for name, _ in MIGRATIONS]
         assert m.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with Memory(path) as m:
         assert m.migrate() == []
