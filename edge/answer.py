@@ -40,13 +40,31 @@ SOLVER_SCHEMA = {
     "additionalProperties": False,
 }
 
+def choice_schema(letters: list[str]) -> dict:
+    """The solver schema for a multiple-choice question: the answer is one letter."""
+    return {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "enum": letters},
+            "reason": {"type": "string", "maxLength": 300},
+            "cited": SOLVER_SCHEMA["properties"]["cited"],
+            "sufficient": {"type": "boolean"},
+            "search": SOLVER_SCHEMA["properties"]["search"],
+        },
+        "required": ["answer", "reason", "cited", "sufficient", "search"],
+        "additionalProperties": False,
+    }
+
+
 SOLVER_PROMPT = """You answer questions about the user's own day from memory notes. Each note \
 describes a ~30-second clip of the user's first-person video and is numbered [n] with its \
 time; "I" in a note is the user. Use only the notes. Reply with a JSON object:
 - "answer": a direct answer to the question in one or two sentences;
 - "cited": the numbers of the notes the answer relies on;
 - "sufficient": true if the notes contain what the question needs, false otherwise;
-- "search": when not sufficient, a short search query for what is missing; else ""."""
+- "search": when not sufficient, a short search query for what is missing; else "".
+For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
+says in one sentence why."""
 
 
 @dataclass
@@ -133,6 +151,7 @@ def ask(
     max_rounds: int = 5,
     key_types: tuple[str, ...] = KEY_TYPES,
     retrieval: str = "keys",
+    choices: list[str] | None = None,
     answer_tokens: int = 300,
     anchor_tokens: int = 300,
     neighbor_tokens: int = 100,
@@ -145,9 +164,13 @@ def ask(
         max_rounds: R, the bound on retrieval rounds (one solver call each).
         retrieval: ``keys`` (MERIT max-sim over the keys) or ``hybrid`` (max-sim fused by
             RRF with BM25 over captions, transcripts and keys).
+        choices: multiple-choice options; they are lettered A, B, … and the answer is
+            exactly one letter (the reason goes to ``Answer.extra["reason"]``).
     Raises:
         AskError: the memory is empty or holds nothing before ``at``.
     """
+    if choices is not None and not 2 <= len(choices) <= 26:
+        raise AskError("a multiple-choice question needs 2 to 26 choices")
     if retrieval not in ("keys", "hybrid"):
         raise ValueError(f"unknown retrieval {retrieval!r}; use 'keys' or 'hybrid'")
     t0 = time.perf_counter()
@@ -165,9 +188,12 @@ def ask(
                        f"memory covers {first} to {last}. Use a later --at (same form).")
     mark = hub.usage.mark()
     embedder, solver = hub.embedder, hub.llm("solver")
-    header = f"Question (asked at {asked_at}): {question}\n\nNotes:\n"
+    letters = [chr(ord("A") + i) for i in range(len(choices or []))]
+    options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(letters, choices or []))
+    schema = choice_schema(letters) if choices else SOLVER_SCHEMA
+    header = f"Question (asked at {asked_at}): {question}{options}\n\nNotes:\n"
     budget = (solver.n_ctx - answer_tokens - solver.count_tokens(SOLVER_PROMPT)
-              - solver.count_tokens(header) - solver.count_tokens(question) - 96)
+              - solver.count_tokens(header) - solver.count_tokens(question + options) - 96)
 
     items: dict[int, _Item] = {}
     rounds: list[RoundTrace] = []
@@ -200,9 +226,10 @@ def ask(
         )
         # The question is repeated after the notes: small models answer what they read last.
         messages = [{"role": "system", "content": SOLVER_PROMPT},
-                    {"role": "user", "content": f"{header}{notes}\n\nQuestion: {question}"}]
+                    {"role": "user",
+                     "content": f"{header}{notes}\n\nQuestion: {question}{options}"}]
         try:
-            decision = solver.chat_json(messages, role="solver", schema=SOLVER_SCHEMA,
+            decision = solver.chat_json(messages, role="solver", schema=schema,
                                         max_tokens=answer_tokens)
         except (LLMOutputError, ContextOverflowError) as e:
             decision = None
@@ -231,8 +258,12 @@ def ask(
     answer_text = (decision or {}).get("answer", "").strip()
     if decision is not None and not answer_text:
         note = "the solver gave no answer; showing the retrieved evidence"
+    extra = {}
+    if choices:
+        extra = {"choices": dict(zip(letters, choices)),
+                 "reason": (decision or {}).get("reason", "")}
     return Answer(
-        question=question, asked_at=asked_at, answer=answer_text,
+        question=question, asked_at=asked_at, answer=answer_text, extra=extra,
         sufficient=bool(decision and decision["sufficient"]), moments=moments, rounds=rounds,
         usage=hub.usage.summary(mark), seconds=round(time.perf_counter() - t0, 2), note=note,
         evidence_count=len(numbered))

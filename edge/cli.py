@@ -249,11 +249,13 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               show_default=True,
               help="keys: MERIT max-sim over the four keys; hybrid: that fused (RRF) with "
                    "BM25 over captions, transcripts and keys.")
+@click.option("--choices", default=None, metavar="A|B|C|D",
+              help="Multiple choice: options separated by '|'; the answer is one letter.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the answer, moments and usage as JSON.")
 @click.pass_obj
 def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, rounds: int,
-        retrieval: str, as_json: bool) -> None:
+        retrieval: str, choices: str | None, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
     from edge.timeline import parse_moment
@@ -262,12 +264,17 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
     with _open_memory(state, create=False) as memory:
         hub = state.hub()
         result = run_ask(memory, hub, question, at=at_t, top_n=top_n, delta=delta,
-                         max_rounds=rounds, retrieval=retrieval)
+                         max_rounds=rounds, retrieval=retrieval,
+                         choices=[c.strip() for c in choices.split("|")] if choices else None)
         memory.record_calls("ask", hub.usage.records)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return
-    click.echo(f"Answer: {result.answer or '(no answer)'}")
+    answer = result.answer or "(no answer)"
+    if result.extra.get("choices") and result.answer:
+        answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
+                  f"{result.extra['reason']}")
+    click.echo(f"Answer: {answer}")
     if result.note:
         click.echo(f"Note: {result.note}")
     u = result.usage["llm"]

@@ -46,14 +46,14 @@ if [ "${EDGE_SKIP_APT:-0}" != 1 ]; then
   fi
 fi
 
-# 2. Virtual environment and the project (editable) with its test tools.
+# 2. Virtual environment and the project (editable) with its test and benchmark tools.
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV with $PY"
   "$PY" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip -q)
 say "installing the project and its dependencies"
-"${PIP[@]}" install -e "$ROOT[test]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+"${PIP[@]}" install -e "$ROOT[test,bench]" 2>&1 | { grep -v '^WARNING: Location' || true; }
 
 # 3. llama-cpp-python: PyPI has only the sdist (a ~7 minute build on 2 cores). Build it once
 #    with portable flags and keep the wheel in the cache for every later setup and CI run.
