@@ -74,10 +74,15 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     out = json.loads(r.output[r.output.index("{"):])
     assert out["source"]["clips_added"] == 30 and out["memory_stats"]["clips"] == 30
     r = run("ask", "--memory", mem, "--at", "DAY1 11:21", "--rounds", "1", "--json",
+            "--retrieval", "hybrid", "--choices", "Tasha|Alice|Shure|Lucia",
             "Who used the screwdriver first?")
     assert r.exit_code == 0, r.output
     out = json.loads(r.output[r.output.index("{"):])
     assert out["moments"] and out["rounds"][0]["anchors"]
+    assert out["answer"] in "ABCD" and len(out["answer"]) == 1
+    assert out["extra"]["choices"]["B"] == "Alice" and out["extra"]["reason"]
+    assert any(a["key"] in ("bm25", "event", "dialogue", "object", "summary")
+               for a in out["rounds"][0]["anchors"])
     assert out["usage"]["by_role"]["solver"]["calls"] == 1
     assert out["usage"]["llm"]["tokens_in"] > 0
     r = run("stats", "--memory", mem)
