@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
+from edge.filtering import filter_neighborhoods
 from edge.retrieval import (
     Neighborhood,
     expand_neighbors,
@@ -124,13 +125,15 @@ class _Item:
 
 
 def _pack(items: list[_Item], llm, budget: int, anchor_tokens: int,
-          neighbor_tokens: int) -> list[tuple[_Item, str]]:
-    """Choose evidence by priority until ``budget`` tokens are used; chronological output."""
+          neighbor_tokens: int, texts: dict[int, str] | None = None) -> list[tuple[_Item, str]]:
+    """Choose evidence by priority until ``budget`` tokens are used; chronological output.
+    ``texts`` replaces a clip's caption (e.g. by its filtered note)."""
     chosen: list[tuple[_Item, str]] = []
     used = 0
     for it in sorted(items, key=lambda i: i.rank):
         cap = anchor_tokens if it.role == "anchor" else neighbor_tokens
-        text = llm.truncate(" ".join(it.clip.caption.split()), cap)
+        raw = (texts or {}).get(it.clip.id, it.clip.caption)
+        text = llm.truncate(" ".join(raw.split()), cap)
         cost = llm.count_tokens(text) + 16
         if used + cost > budget:
             continue
@@ -152,6 +155,7 @@ def ask(
     key_types: tuple[str, ...] = KEY_TYPES,
     retrieval: str = "keys",
     choices: list[str] | None = None,
+    neighbor_filter: bool = False,
     answer_tokens: int = 300,
     anchor_tokens: int = 300,
     neighbor_tokens: int = 100,
@@ -166,6 +170,9 @@ def ask(
             RRF with BM25 over captions, transcripts and keys).
         choices: multiple-choice options; they are lettered A, B, … and the answer is
             exactly one letter (the reason goes to ``Answer.extra["reason"]``).
+        neighbor_filter: MERIT neighbor filtering — one more solver call per round reads
+            each new anchor's ±Δ neighborhood and keeps only what is relevant; the answer
+            then reads those filtered notes instead of raw captions.
     Raises:
         AskError: the memory is empty or holds nothing before ``at``.
     """
@@ -196,6 +203,7 @@ def ask(
               - solver.count_tokens(header) - solver.count_tokens(question + options) - 96)
 
     items: dict[int, _Item] = {}
+    filtered: dict[int, str] = {}
     rounds: list[RoundTrace] = []
     tried: set[str] = set()
     query = question
@@ -211,6 +219,15 @@ def ask(
             anchors = max_sim_retrieve(memory, embedder.embed_one(query), top_n=top_n,
                                        key_types=key_types, before=at)
         hoods: list[Neighborhood] = expand_neighbors(memory, anchors, delta, before=at)
+        if neighbor_filter:
+            new = [h for h in hoods if h.anchor.id not in filtered]
+            try:
+                filtered.update(filter_neighborhoods(solver, question, new,
+                                                     budget_tokens=budget + 200))
+            except (LLMOutputError, ContextOverflowError) as e:
+                note = f"neighbor filtering failed ({e}); raw captions were used"
+                filtered.update({h.anchor.id: " ".join(h.anchor.caption.split())
+                                 for h in new})
         for rank, h in enumerate(hoods):
             old = items.get(h.anchor.id)
             if old is None or old.role != "anchor":
@@ -219,7 +236,15 @@ def ask(
                             *((i + 1, c) for i, c in enumerate(h.after))]:
                 if c.id not in items:
                     items[c.id] = _Item(c, "neighbor", None, r, (1, dist, r, rank))
-        numbered = _pack(list(items.values()), solver, budget, anchor_tokens, neighbor_tokens)
+        if neighbor_filter:  # the filtered notes stand for whole neighborhoods
+            numbered = [(it, filtered[cid]) for cid, it in items.items()
+                        if it.role == "anchor" and filtered.get(cid)]
+            numbered = _pack([it for it, _ in numbered], solver, budget, anchor_tokens,
+                             neighbor_tokens, texts=dict(
+                                 (it.clip.id, text) for it, text in numbered))
+        else:
+            numbered = _pack(list(items.values()), solver, budget, anchor_tokens,
+                             neighbor_tokens)
         notes = "\n".join(
             f"[{n}] {format_moment(it.clip.t_start, it.clip.day, it.clip.day_start)}: {text}"
             for n, (it, text) in enumerate(numbered, start=1)

@@ -249,13 +249,16 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               show_default=True,
               help="keys: MERIT max-sim over the four keys; hybrid: that fused (RRF) with "
                    "BM25 over captions, transcripts and keys.")
+@click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
+              help="MERIT neighbor filtering: one more LLM call per round distils each "
+                   "anchor's ±Δ neighborhood to what is relevant.")
 @click.option("--choices", default=None, metavar="A|B|C|D",
               help="Multiple choice: options separated by '|'; the answer is one letter.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the answer, moments and usage as JSON.")
 @click.pass_obj
 def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, rounds: int,
-        retrieval: str, choices: str | None, as_json: bool) -> None:
+        retrieval: str, neighbor_filter: bool, choices: str | None, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
     from edge.timeline import parse_moment
@@ -265,6 +268,7 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
         hub = state.hub()
         result = run_ask(memory, hub, question, at=at_t, top_n=top_n, delta=delta,
                          max_rounds=rounds, retrieval=retrieval,
+                         neighbor_filter=neighbor_filter,
                          choices=[c.strip() for c in choices.split("|")] if choices else None)
         memory.record_calls("ask", hub.usage.records)
     if as_json:
