@@ -245,10 +245,10 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               help="Neighbor window Δ (clips on each side).")
 @click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
               help="Most retrieval rounds R.")
-@click.option("--retrieval", type=click.Choice(["keys", "hybrid"]), default="keys",
+@click.option("--retrieval", type=click.Choice(["hybrid", "keys"]), default="hybrid",
               show_default=True,
-              help="keys: MERIT max-sim over the four keys; hybrid: that fused (RRF) with "
-                   "BM25 over captions, transcripts and keys.")
+              help="hybrid: MERIT max-sim over the four keys fused (RRF, k=60) with BM25 over "
+                   "captions, transcripts and keys; keys: max-sim only.")
 @click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
               help="MERIT neighbor filtering: one more LLM call per round distils each "
                    "anchor's ±Δ neighborhood to what is relevant.")
