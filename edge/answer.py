@@ -224,8 +224,7 @@ def ask(
         if neighbor_filter:
             new = [h for h in hoods if h.anchor.id not in filtered]
             try:
-                filtered.update(filter_neighborhoods(solver, question, new,
-                                                     budget_tokens=budget + 200))
+                filtered.update(filter_neighborhoods(solver, question, new))
             except (LLMOutputError, ContextOverflowError) as e:
                 note = f"neighbor filtering failed ({e}); raw captions were used"
                 filtered.update({h.anchor.id: " ".join(h.anchor.caption.split())
@@ -239,11 +238,9 @@ def ask(
                 if c.id not in items:
                     items[c.id] = _Item(c, "neighbor", None, r, (1, dist, r, rank))
         if neighbor_filter:  # the filtered notes stand for whole neighborhoods
-            numbered = [(it, filtered[cid]) for cid, it in items.items()
-                        if it.role == "anchor" and filtered.get(cid)]
-            numbered = _pack([it for it, _ in numbered], solver, budget, anchor_tokens,
-                             neighbor_tokens, texts=dict(
-                                 (it.clip.id, text) for it, text in numbered))
+            kept = [it for cid, it in items.items() if it.role == "anchor" and filtered.get(cid)]
+            numbered = _pack(kept, solver, budget, anchor_tokens, neighbor_tokens,
+                             texts=filtered)
         else:
             numbered = _pack(list(items.values()), solver, budget, anchor_tokens,
                              neighbor_tokens)

@@ -50,18 +50,21 @@ def filter_neighborhoods(
     question: str,
     hoods: list[Neighborhood],
     *,
-    budget_tokens: int,
+    budget_tokens: int | None = None,
     max_tokens: int | None = None,
 ) -> dict[int, str]:
     """Relevant information per anchor clip id (``""`` when nothing is relevant).
 
     One solver call for all ``hoods``. Neighbor captions are shortened until the prompt fits
-    ``budget_tokens``; the reply gets ``max_tokens`` (default 80 per clip + 40). Raises
+    ``budget_tokens`` (default: the context left after the reply); the reply gets
+    ``max_tokens`` (default 80 per clip + 40). Raises
     :class:`models.llm.LLMOutputError` when the reply is unusable twice,
     :class:`models.llm.ContextOverflowError` when even the shortest prompt is too long.
     """
     if not hoods:
         return {}
+    max_tokens = max_tokens or 80 * len(hoods) + 40
+    budget_tokens = budget_tokens or llm.n_ctx - max_tokens - 64
     center, neighbor = 220, 110
     while True:
         blocks = [f"clip_{i}:\n{neighborhood_text(h, llm, center, neighbor)}"
@@ -73,7 +76,7 @@ def filter_neighborhoods(
     messages = [{"role": "system", "content": FILTER_PROMPT},
                 {"role": "user", "content": user}]
     reply = llm.chat_json(messages, role="solver", schema=filter_schema(len(hoods)),
-                          max_tokens=max_tokens or 80 * len(hoods) + 40)
+                          max_tokens=max_tokens)
     return {h.anchor.id: " ".join(reply[f"clip_{i}"].split())
             for i, h in enumerate(hoods, start=1)}
 

@@ -23,7 +23,7 @@ def test_one_batched_call_returns_relevant_info_per_anchor(memory, hub):
     block = neighborhood_text(hoods[0], hub.llm("solver"), 200, 80)
     assert "center:" in block and "before_1:" in block
     mark = hub.usage.mark()
-    out = filter_neighborhoods(hub.llm("solver"), q, hoods, budget_tokens=3000)
+    out = filter_neighborhoods(hub.llm("solver"), q, hoods)
     assert set(out) == {h.anchor.id for h in hoods}
     assert all(isinstance(v, str) for v in out.values())
     assert any(v for v in out.values()), "nothing relevant around screwdriver anchors"
