@@ -84,6 +84,7 @@ class Moment:
     score: float | None
     round: int
     cited: bool = False
+    matched: str = ""  # for anchors: the key type (or "bm25") that ranked it highest
 
 
 @dataclass
@@ -122,6 +123,7 @@ class _Item:
     score: float | None
     round: int
     rank: tuple
+    matched: str = ""
 
 
 def _pack(items: list[_Item], llm, budget: int, anchor_tokens: int,
@@ -232,7 +234,8 @@ def ask(
         for rank, h in enumerate(hoods):
             old = items.get(h.anchor.id)
             if old is None or old.role != "anchor":
-                items[h.anchor.id] = _Item(h.anchor, "anchor", h.score, r, (0, r, rank))
+                items[h.anchor.id] = _Item(h.anchor, "anchor", h.score, r, (0, r, rank),
+                                           matched=anchors[rank].key_type)
             for dist, c in [*((i + 1, c) for i, c in enumerate(h.before)),
                             *((i + 1, c) for i, c in enumerate(h.after))]:
                 if c.id not in items:
@@ -297,7 +300,8 @@ def _moment(it: _Item, cited: bool = False) -> Moment:
     c = it.clip
     return Moment(c.id, format_moment(c.t_start, c.day, c.day_start), c.t_start, c.t_end,
                   c.caption, c.transcript, c.keyframes, it.role,
-                  None if it.score is None else round(it.score, 4), it.round, cited)
+                  None if it.score is None else round(it.score, 4), it.round, cited,
+                  it.matched)
 
 
 def _moment_label(at: float | None) -> str:

@@ -288,7 +288,7 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
     width = 100
     for m in result.moments:
         star = "*" if m.cited else " "
-        score = f" score {m.score:.2f}" if m.score is not None else ""
+        score = f" score {m.score:.3f} via {m.matched}" if m.score is not None else ""
         head = f" {star} {m.when}  clip {m.clip_id}  ({m.role}{score})"
         click.echo(head)
         excerpt = " ".join(m.caption.split())
