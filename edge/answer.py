@@ -216,12 +216,13 @@ def ask(
     note = ""
     for r in range(1, max_rounds + 1):
         tried.add(query.lower())
+        qvec = embedder.embed_one(query)
         if retrieval == "hybrid":
-            anchors = hybrid_retrieve(memory, query, embedder.embed_one(query), top_n=top_n,
-                                      key_types=key_types, before=at)
+            anchors = hybrid_retrieve(memory, query, qvec, top_n=top_n, key_types=key_types,
+                                      before=at)
         else:
-            anchors = max_sim_retrieve(memory, embedder.embed_one(query), top_n=top_n,
-                                       key_types=key_types, before=at)
+            anchors = max_sim_retrieve(memory, qvec, top_n=top_n, key_types=key_types,
+                                       before=at)
         hoods: list[Neighborhood] = expand_neighbors(memory, anchors, delta, before=at)
         if neighbor_filter:
             new = [h for h in hoods if h.anchor.id not in filtered]

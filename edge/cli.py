@@ -150,15 +150,13 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
             report = ingest_paths(memory, hub, paths, options, on_progress=on_progress,
                                   on_total=on_total)
         except KeyboardInterrupt:
-            if bar is not None:
-                bar.close()
-            memory.record_calls("ingest", hub.usage.records)
             click.echo("\nInterrupted. Every clip stored so far is kept; run the same command "
                        "again to resume where it stopped.", err=True)
             raise SystemExit(130) from None
-        if bar is not None:
-            bar.close()
-        memory.record_calls("ingest", hub.usage.records)
+        finally:
+            if bar is not None:
+                bar.close()
+            memory.record_calls("ingest", hub.usage.records)
         stats = memory.stats()
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "memory": str(state.memory_path),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from edge.retrieval import Neighborhood
 from edge.timeline import format_moment
-from models.llm import ContextOverflowError, LLMOutputError
 
 FILTER_PROMPT = """You extract the information relevant to a question from notes about a \
 person's day. Each numbered clip comes with the notes just before and after it (before_2, \
@@ -81,5 +80,4 @@ def filter_neighborhoods(
             for i, h in enumerate(hoods, start=1)}
 
 
-__all__ = ["FILTER_PROMPT", "ContextOverflowError", "LLMOutputError", "filter_neighborhoods",
-           "filter_schema"]
+__all__ = ["FILTER_PROMPT", "filter_neighborhoods", "filter_schema", "neighborhood_text"]

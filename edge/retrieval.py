@@ -102,8 +102,8 @@ def fuse(
     - ``max`` / ``sum`` / ``mean``: of the clip's scores across lists (mean over the lists
       it appears in). Use these only on comparable scores (e.g. cosine from sub-queries).
 
-    Ties break by clip id. ``key_type`` of the result names the list (``list0``…) or key
-    that contributed the most.
+    Ties break by clip id. ``key_type`` of the result is the ``key_type`` of the entry that
+    contributed the most to it (e.g. ``event`` or ``bm25``).
     """
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")
