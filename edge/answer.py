@@ -11,6 +11,7 @@ budget (anchors first, by rank) so the prompt never overflows the solver's conte
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from edge.filtering import filter_neighborhoods
@@ -161,6 +162,7 @@ def ask(
     answer_tokens: int = 300,
     anchor_tokens: int = 300,
     neighbor_tokens: int = 100,
+    on_progress: Callable[[str], None] | None = None,
 ) -> Answer:
     """Answer ``question`` from ``memory`` with cited moments.
 
@@ -177,6 +179,9 @@ def ask(
         neighbor_filter: MERIT neighbor filtering — one more solver call per round reads
             each new anchor's ±Δ neighborhood and keeps only what is relevant; the answer
             then reads those filtered notes instead of raw captions.
+        on_progress: called with one short line before each round's search, neighbor
+            filtering and solver call (``round 2/5: searching 'power bank'``), from the
+            calling thread. It may raise to stop the question early; the exception propagates.
     Raises:
         AskError: the memory is empty or holds nothing before ``at``.
     """
@@ -216,6 +221,8 @@ def ask(
     note = ""
     for r in range(1, max_rounds + 1):
         tried.add(query.lower())
+        if on_progress:
+            on_progress(f"round {r}/{max_rounds}: searching {query!r}")
         qvec = embedder.embed_one(query)
         if retrieval == "hybrid":
             anchors = hybrid_retrieve(memory, query, qvec, top_n=top_n, key_types=key_types,
@@ -226,6 +233,8 @@ def ask(
         hoods: list[Neighborhood] = expand_neighbors(memory, anchors, delta, before=at)
         if neighbor_filter:
             new = [h for h in hoods if h.anchor.id not in filtered]
+            if on_progress:
+                on_progress(f"round {r}/{max_rounds}: filtering {len(new)} neighborhood(s)")
             try:
                 filtered.update(filter_neighborhoods(solver, question, new))
             except (LLMOutputError, ContextOverflowError) as e:
@@ -252,6 +261,8 @@ def ask(
             f"[{n}] {format_moment(it.clip.t_start, it.clip.day, it.clip.day_start)}: {text}"
             for n, (it, text) in enumerate(numbered, start=1)
         )
+        if on_progress:
+            on_progress(f"round {r}/{max_rounds}: the solver reads {len(numbered)} note(s)")
         # The question is repeated after the notes: small models answer what they read last.
         messages = [{"role": "system", "content": SOLVER_PROMPT},
                     {"role": "user",

@@ -369,5 +369,27 @@ def doctor(state: _State) -> None:
         raise SystemExit(1)
 
 
+# ---- chat --------------------------------------------------------------------------------
+
+@main.command()
+@_memory_options
+@click.option("--delta", type=click.IntRange(0, 4), default=2, show_default=True,
+              help="Neighbor window Δ (clips on each side) for answers and a clip's neighbors.")
+@click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
+              help="Most retrieval rounds R per question.")
+@click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
+              help="MERIT neighbor filtering (one more LLM call per round).")
+@click.pass_obj
+def chat(state: _State, delta: int, rounds: int, neighbor_filter: bool) -> None:
+    """Chat about your day in the terminal: ask, see cited moments, browse the timeline.
+
+    Keys: Enter asks, Esc cancels, ctrl+t timeline, F1 help, ctrl+q quits.
+    """
+    from tui.app import EdgeApp  # Textual loads only for this command
+
+    EdgeApp(state.memory_path, state.hub(), delta=delta,
+            ask_options={"max_rounds": rounds, "neighbor_filter": neighbor_filter}).run()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

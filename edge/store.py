@@ -471,3 +471,17 @@ class Memory:
             "partial_sources": [r[0] for r in q(
                 "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
         }
+
+    def activity_by_hour(self) -> list[tuple[str, float, int, int]]:
+        """Clips per hour of each day, for browsing: ``(day, day_start, hour, clips)`` rows in
+        timeline order, only hours that hold a clip. ``hour`` is the hour of day (0–23, or more
+        for a clip past midnight on the EgoLife day clock) of each clip's start."""
+        return [(day, day_start, int(hour), n) for day, day_start, hour, n in self.db.execute(
+            "SELECT day, min(day_start), CAST((t_start - day_start) / 3600 AS INTEGER) AS h,"
+            " count(*) FROM clips GROUP BY day, h ORDER BY min(t_start)")]
+
+    def clips_between(self, start: float, end: float) -> list[Clip]:
+        """Clips that start in ``[start, end)`` (timeline seconds), in timeline order."""
+        return [self._clip(r) for r in self.db.execute(
+            f"SELECT {self._CLIP_COLS} FROM clips WHERE t_start >= ? AND t_start < ? "
+            "ORDER BY t_start, id", (float(start), float(end)))]

@@ -1,0 +1,143 @@
+"""``edge chat``: the Textual application that ties the screens to one memory and one hub.
+
+The app owns two things the screens share: a read connection to the memory for the UI
+thread (timeline, clips, status) and the model hub. Each question opens its own connection
+in its worker thread (SQLite WAL lets it read while a recorder writes), and questions run
+one at a time (``ask_lock``) so a cancelled question's last model call never overlaps the
+next question's.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+
+from edge.answer import Answer, AskError, ask
+from edge.store import Memory, StoreError
+from tui.screens.chat import ChatScreen
+from tui.screens.clip import ClipScreen
+from tui.screens.help import HelpScreen
+from tui.screens.timeline import TimelineScreen
+from tui.session import MemoryStatus, read_status
+from tui.widgets.status_bar import StatusBar
+
+STATUS_EVERY = 5.0
+"""Seconds between status refreshes (the memory may grow while a recorder writes)."""
+
+
+class EdgeApp(App):
+    """The chat about one memory.
+
+    Args:
+        memory_path: the memory file; it need not exist yet (the first-run panel says how to
+            build it) and is never created by the chat.
+        hub: a :class:`models.ModelHub`; models load on the first question. The caller
+            closes it.
+        delta: the neighbor window Δ, for questions and for a clip's neighbors.
+        ask_options: more keyword arguments for :func:`edge.answer.ask` (``max_rounds``,
+            ``top_n``, ``retrieval``, ``neighbor_filter``).
+    """
+
+    CSS_PATH = "edge.tcss"
+    TITLE = "edge chat"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    """Under 100 columns (a phone's SSH client, a split pane) the panes stack."""
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, memory_path: Path, hub, *, delta: int = 2,
+                 ask_options: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.memory_path = Path(memory_path)
+        self.hub = hub
+        self.delta = delta
+        self.ask_options = dict(ask_options or {})
+        self.ask_lock = threading.Lock()
+        self.memory: Memory | None = None
+        self.status: MemoryStatus = read_status(self.memory_path, None, hub)
+        self._open_memory()
+
+    # -- memory and status
+    def _open_memory(self) -> None:
+        """Open the memory for the UI thread once its file exists; never create it."""
+        if self.memory is None and self.memory_path.is_file():
+            try:
+                self.memory = Memory(self.memory_path, create=False)
+            except StoreError as e:
+                self.memory = None
+                self.call_later(self.notify, str(e), severity="error", timeout=15)
+        self.status = read_status(self.memory_path, self.memory, self.hub)
+
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen()
+
+    def on_mount(self) -> None:
+        self.sub_title = str(self.memory_path)
+        self.set_interval(STATUS_EVERY, self.action_refresh_memory)
+
+    def action_refresh_memory(self) -> None:
+        """Re-read the memory's status (ctrl+r; also every few seconds)."""
+        self._open_memory()
+        for screen in self.screen_stack:
+            if isinstance(screen, ChatScreen) and screen.is_mounted:
+                screen.show_status()
+            for bar in screen.query(StatusBar):
+                bar.show(self.status)
+
+    def on_unmount(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
+
+    # -- questions (called from the worker thread)
+    def run_ask(self, question: str, on_progress) -> Answer:
+        """Answer ``question`` on a connection of this thread; model calls are stored under
+        the ``chat`` command like ``edge ask`` stores its own."""
+        with Memory(self.memory_path, create=False) as memory:
+            mark = self.hub.usage.mark()
+            try:
+                return ask(memory, self.hub, question, delta=self.delta,
+                           on_progress=on_progress, **self.ask_options)
+            finally:
+                memory.record_calls("chat", self.hub.usage.records[mark:])
+
+    @staticmethod
+    def describe_error(e: Exception) -> str:
+        """The chat's line for a failed question: the message of the project's own errors,
+        the exception type too for anything else."""
+        from models import ConfigError, WeightsCorruptError, WeightsMissingError
+
+        if isinstance(e, AskError | StoreError | ConfigError | WeightsMissingError
+                      | WeightsCorruptError):
+            return str(e)
+        return f"{type(e).__name__}: {e}"
+
+    # -- navigation
+    def open_clip(self, clip_id: int) -> None:
+        """Show one clip with its neighbors and full caption."""
+        self.push_screen(ClipScreen(clip_id))
+
+    def action_timeline(self) -> None:
+        if self.status.empty or self.memory is None:
+            self.notify("The memory holds no clips yet.", severity="warning")
+            return
+        if not isinstance(self.screen, TimelineScreen):
+            self.push_screen(TimelineScreen())
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen([
+            ("everywhere", self.BINDINGS),
+            ("chat", ChatScreen.BINDINGS),
+            ("timeline", TimelineScreen.BINDINGS),
+            ("clip", ClipScreen.BINDINGS),
+            ("lists", [Binding("up,down", "", "move"),
+                       Binding("enter", "", "open the clip / move to the neighbor"),
+                       Binding("tab,shift+tab", "", "next / previous pane")]),
+        ]))

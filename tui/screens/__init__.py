@@ -1,0 +1,1 @@
+"""The chat's screens: chat (default), timeline, one clip, help."""

@@ -1,0 +1,193 @@
+"""The chat screen: conversation and question box on the left, evidence on the right.
+
+A question runs in a Textual worker thread, so the screen never freezes while a model
+works. Esc cancels: the screen returns at once and drops the late result; the thread
+stops at the next progress point of :func:`edge.answer.ask` (before its next search or
+model call) because the progress callback raises once the worker is cancelled.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label
+from textual.worker import Worker, get_current_worker
+
+from tui.messages import AskFinished, AskProgress, ClipChosen
+from tui.session import Entry
+from tui.widgets.conversation import Bubble, Conversation
+from tui.widgets.entries import EntryList
+from tui.widgets.first_run import FirstRun, first_run_text
+from tui.widgets.status_bar import StatusBar
+
+
+class _Cancelled(Exception):
+    """Raised inside the worker thread to stop a cancelled question."""
+
+
+class ChatScreen(Screen):
+    """Ask questions; see progress, the answer and the cited moments."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel question"),
+        Binding("ctrl+t", "app.timeline", "Timeline"),
+        Binding("ctrl+r", "app.refresh_memory", "Reload memory"),
+        Binding("ctrl+l", "clear", "Clear chat"),
+        Binding("ctrl+o", "toggle_focus", "Question ⇄ evidence"),
+        Binding("f1", "app.help", "Help"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ask_id = 0
+        self._worker: Worker | None = None
+        self._pending: Bubble | None = None
+        self._lines: list[str] = []
+        self._started = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="panes"):
+            with Vertical(id="chat-pane"):
+                yield FirstRun(id="first-run")
+                yield Conversation(id="conversation")
+                yield Input(placeholder="Ask about your day — Enter asks, Esc cancels",
+                            id="question")
+            with Vertical(id="evidence-pane"):
+                yield Label("Evidence — Enter opens a moment", classes="pane-title")
+                yield EntryList(id="evidence")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#question", Input).focus()
+        self.show_status()
+
+    def show_status(self) -> None:
+        """Show the app's current :class:`MemoryStatus` (first-run panel when empty)."""
+        status = self.app.status
+        self.query_one(StatusBar).show(status)
+        first = self.query_one(FirstRun)
+        first.update(first_run_text(status.path, status.exists))
+        first.display = status.empty
+        self.query_one(Conversation).display = not status.empty
+
+    # -- asking
+    @property
+    def asking(self) -> bool:
+        return self._worker is not None
+
+    @on(Input.Submitted, "#question")
+    def submit(self, event: Input.Submitted) -> None:
+        question = event.value.strip()
+        if not question:
+            return
+        if self.asking:
+            self.notify("Still answering the last question; Esc cancels it.", severity="warning")
+            return
+        if self.app.status.empty:
+            self.notify("There is no memory to ask yet; see the commands on the left.",
+                        severity="error")
+            return
+        event.input.clear()
+        conv = self.query_one(Conversation)
+        conv.say(Text(question, style="bold"), "question")
+        self._lines = []
+        self._started = time.monotonic()
+        self._pending = conv.say(Text("thinking…", style="italic"), "pending")
+        self._ask_id += 1
+        self._worker = self._ask(self._ask_id, question)
+
+    @work(thread=True, group="ask", exit_on_error=False)
+    def _ask(self, ask_id: int, question: str) -> None:
+        """Run :func:`edge.answer.ask` off the UI thread; post progress and the result."""
+        worker = get_current_worker()
+        app = self.app
+
+        def post(message) -> None:
+            if not worker.is_cancelled:
+                try:
+                    self.post_message(message)
+                except RuntimeError:  # the app closed while this thread finished its call
+                    pass
+
+        def progress(line: str) -> None:
+            if worker.is_cancelled:
+                raise _Cancelled
+            post(AskProgress(ask_id, line))
+
+        if not app.ask_lock.acquire(blocking=False):
+            post(AskProgress(ask_id, "waiting for the previous question's model call to end"))
+            app.ask_lock.acquire()
+        try:
+            if worker.is_cancelled:
+                return
+            result = app.run_ask(question, on_progress=progress)
+        except _Cancelled:
+            return
+        except Exception as e:  # shown in the chat; the screen must stay usable
+            post(AskFinished(ask_id, error=app.describe_error(e)))
+            return
+        finally:
+            app.ask_lock.release()
+        post(AskFinished(ask_id, answer=result))
+
+    def on_ask_progress(self, message: AskProgress) -> None:
+        if message.ask_id != self._ask_id or self._pending is None:
+            return
+        self._lines.append(message.line)
+        secs = time.monotonic() - self._started
+        text = Text("\n".join(self._lines[-6:]), style="italic")
+        text.append(f"\n{secs:.0f} s — Esc cancels", style="dim")
+        self._pending.update(text)
+        self.query_one(Conversation).scroll_end(animate=False)
+
+    async def on_ask_finished(self, message: AskFinished) -> None:
+        if message.ask_id != self._ask_id or self._pending is None:
+            return  # a cancelled question's late result
+        conv = self.query_one(Conversation)
+        pending, self._pending, self._worker = self._pending, None, None
+        if message.error is not None:
+            pending.set_classes("error")
+            pending.update(Text(message.error))
+            return
+        answer = message.answer
+        pending.set_classes("answer")
+        pending.update(conv.answer_text(answer))
+        conv.scroll_end(animate=False)
+        path = self.app.memory_path
+        await self.query_one(EntryList).show(
+            [Entry.from_moment(m, path) for m in answer.moments])
+
+    def action_cancel(self) -> None:
+        """Esc: stop the running question; the UI is free again at once."""
+        if self._worker is None:
+            self.query_one("#question", Input).focus()
+            return
+        self._worker.cancel()
+        self._worker = None
+        if self._pending is not None:
+            self._pending.set_classes("cancelled")
+            self._pending.update(Text("cancelled", style="italic"))
+            self._pending = None
+        self._ask_id += 1  # anything the old worker still posts is ignored
+
+    # -- navigation
+    def action_clear(self) -> None:
+        self.query_one(Conversation).remove_children()
+
+    def action_toggle_focus(self) -> None:
+        question = self.query_one("#question", Input)
+        if question.has_focus:
+            self.query_one(EntryList).focus()
+        else:
+            question.focus()
+
+    def on_clip_chosen(self, message: ClipChosen) -> None:
+        self.app.open_clip(message.clip_id)

@@ -1,0 +1,1 @@
+"""Widgets of the chat, split by screen area."""

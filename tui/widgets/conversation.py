@@ -1,0 +1,39 @@
+"""The chat transcript: questions, progress while a question runs, answers, errors."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class Bubble(Static):
+    """One turn. CSS classes say which: ``question``, ``pending``, ``answer``, ``error``,
+    ``cancelled``."""
+
+
+class Conversation(VerticalScroll):
+    """Turns, newest at the bottom; scrolls to the end as they arrive."""
+
+    def say(self, text: Text | str, kind: str) -> Bubble:
+        bubble = Bubble(text, classes=kind)
+        self.mount(bubble)
+        self.scroll_end(animate=False)
+        return bubble
+
+    def answer_text(self, answer) -> Text:
+        """An :class:`edge.answer.Answer` as the chat shows it."""
+        t = Text()
+        body = answer.answer or "(no answer)"
+        if answer.extra.get("choices") and answer.answer:
+            body = (f"{answer.answer}. {answer.extra['choices'][answer.answer]} — "
+                    f"{answer.extra['reason']}")
+        t.append(body)
+        if answer.note:
+            t.append(f"\nNote: {answer.note}", style="yellow")
+        u = answer.usage["llm"]
+        cited = sum(m.cited for m in answer.moments)
+        t.append(f"\n{len(answer.rounds)} round(s) · {u['calls']} LLM call(s) · "
+                 f"{u['tokens_in']}→{u['tokens_out']} tokens · {answer.seconds:.1f} s · "
+                 f"{cited} cited, {len(answer.moments)} moment(s)", style="dim")
+        return t
