@@ -50,6 +50,7 @@ class ChatScreen(Screen):
         self._pending: Bubble | None = None
         self._lines: list[str] = []
         self._started = 0.0
+        self.last_answer = None  # the edge.answer.Answer shown last
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -157,7 +158,7 @@ class ChatScreen(Screen):
             pending.set_classes("error")
             pending.update(Text(message.error))
             return
-        answer = message.answer
+        answer = self.last_answer = message.answer
         pending.set_classes("answer")
         pending.update(conv.answer_text(answer))
         conv.scroll_end(animate=False)

@@ -1,0 +1,279 @@
+"""`edge chat` driven headless with Textual's pilot, on real memories and real models.
+
+The day memory holds 40 real EgoLife records sampled across DAY1–DAY2 (every 24th of the
+shared caption file), so the timeline has many hours; questions go to the real embedder and
+the real 0.5B solver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from edge.captions import ingest_caption_file
+from edge.store import Memory
+from edge.timeline import parse_moment
+from tests.conftest import EGOLIFE_DAY1, FOOTAGE, ROOT, shared
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input, Tree  # noqa: E402
+
+from tui.app import EdgeApp  # noqa: E402
+from tui.screens.chat import ChatScreen  # noqa: E402
+from tui.screens.clip import ClipScreen  # noqa: E402
+from tui.screens.help import HelpScreen  # noqa: E402
+from tui.screens.timeline import TimelineScreen  # noqa: E402
+from tui.session import remote_roles  # noqa: E402
+from tui.widgets.clip_view import ClipView  # noqa: E402
+from tui.widgets.conversation import Bubble  # noqa: E402
+from tui.widgets.entries import EntryList, EntryRow  # noqa: E402
+from tui.widgets.first_run import FirstRun  # noqa: E402
+from tui.widgets.status_bar import StatusBar  # noqa: E402
+
+SIZE = (130, 40)
+ASK = {"max_rounds": 1, "top_n": 3}  # one solver call per question keeps the tests short
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory, hub):
+    """``(memory path, the 40 records)``: every 24th record of the shared caption day."""
+    records = json.loads(shared(EGOLIFE_DAY1).read_text())[::24][:40]
+    folder = tmp_path_factory.mktemp("day")
+    src = folder / "sampled.json"
+    src.write_text(json.dumps(records))
+    path = folder / "memory.db"
+    with Memory(path) as memory:
+        assert ingest_caption_file(memory, hub, src, limit=40).clips_added == 40
+    return path, records
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def until(pilot, cond, timeout: float, what: str) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await pilot.pause(0.2)
+
+
+async def type_question(pilot, text: str) -> None:
+    pilot.app.screen.query_one("#question", Input).value = text
+    await pilot.press("enter")
+
+
+@pytest.mark.slow
+def test_a_question_shows_progress_then_the_answer_and_its_evidence(day, hub):
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub, delta=1, ask_options=ASK)
+        async with app.run_test(size=SIZE) as pilot:
+            chat = app.screen
+            assert isinstance(chat, ChatScreen) and not chat.query_one(FirstRun).display
+            await type_question(pilot, "Who did I hand the power bank to?")
+            assert chat.asking
+            pending = chat.query_one(".pending", Bubble)
+            await until(pilot, lambda: "round 1/1: searching" in str(pending.render()), 60,
+                        "the first progress line")
+            await until(pilot, lambda: not chat.asking, 400, "the answer")
+            answer = chat.last_answer
+            assert answer is not None and answer.answer.strip()
+            shown = str(chat.query(Bubble).last().render())
+            assert answer.answer.strip()[:40] in shown and "1 round(s)" in shown
+
+            rows = list(chat.query(EntryRow))
+            assert [r.entry.clip_id for r in rows] == [m.clip_id for m in answer.moments]
+            assert [r.entry.when for r in rows] == [m.when for m in answer.moments]
+            assert all(r.entry.cited == m.cited for r, m in zip(rows, answer.moments))
+            assert all(not r.entry.keyframes for r in rows)  # caption-only clips
+            assert all(r.query_one(".placeholder").render() for r in rows)
+            # the clip where I hand Tasha a power bank is among the evidence
+            target = parse_moment("DAY1 20:24:00")
+            assert any(abs(m.t_start - target) < 1 for m in answer.moments), [
+                m.when for m in answer.moments]
+
+            # Enter on the first evidence row: the clip, its ±Δ neighbors, its full caption
+            chat.query_one(EntryList).focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ClipScreen), 10, "the clip")
+            await pilot.pause()
+            screen = app.screen
+            with Memory(path, create=False) as m:
+                clip = m.clips([rows[0].entry.clip_id])[rows[0].entry.clip_id]
+                before, after = m.neighbors(clip, 1)
+            assert screen.query_one(ClipView).entry.caption == clip.caption
+            assert [r.entry.clip_id for r in screen.query_one(EntryList).query(EntryRow)] == [
+                c.id for c in [*reversed(before), *after]]
+            await pilot.press("escape")
+            assert isinstance(app.screen, ChatScreen)
+        return answer
+
+    answer = run(go())
+    with Memory(path, create=False) as m:  # the question's model calls were stored
+        rows = m.db.execute("SELECT role, count(*) FROM calls WHERE command = 'chat' "
+                            "GROUP BY role").fetchall()
+    assert dict(rows).get("solver", 0) >= answer.usage["llm"]["calls"] >= 1
+
+
+def test_the_timeline_counts_clips_per_hour(day, hub):
+    path, records = day
+    expected = Counter((r["date"], int(r["start_time"][:2])) for r in records)
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("ctrl+t")
+            await until(pilot, lambda: isinstance(app.screen, TimelineScreen), 10, "timeline")
+            tree = app.screen.query_one(Tree)
+            days = list(tree.root.children)
+            assert [str(d.label).split()[0] for d in days] == ["DAY1", "DAY2"]
+            hours = {}
+            for d in days:
+                for h in d.children:
+                    label = str(h.label)
+                    hours[(d.data[1], int(label[:2]))] = int(label.split()[-2])
+            assert hours == expected
+            # opening an hour lists exactly its clips; moving onto one shows it beside
+            node = days[0].children[0]
+            node.expand()
+            await pilot.pause()
+            assert len(node.children) == expected[("DAY1", 11)]
+            assert str(node.children[0].label).startswith("11:09:43")
+            tree.move_cursor(node.children[0])
+            await until(pilot, lambda: app.screen.query_one(ClipView).entry is not None, 10,
+                        "the highlighted clip")
+            assert app.screen.query_one(ClipView).entry.caption == records[0]["text"].strip()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ClipScreen), 10, "the clip")
+            await pilot.press("escape")
+            await pilot.press("escape")
+            assert isinstance(app.screen, ChatScreen)
+            await pilot.press("f1")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            assert isinstance(app.screen, ChatScreen)
+
+    run(go())
+
+
+@pytest.mark.slow
+def test_escape_cancels_a_running_question_at_once(day, hub):
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub, ask_options=ASK)
+        async with app.run_test(size=SIZE) as pilot:
+            chat = app.screen
+            await type_question(pilot, "What did we eat for dinner?")
+            assert chat.asking
+            t0 = time.monotonic()
+            await pilot.press("escape")
+            assert not chat.asking and time.monotonic() - t0 < 1.0
+            assert "cancelled" in str(chat.query(Bubble).last().render())
+            assert chat.query_one("#question", Input).has_focus
+            # the worker stops at its next progress point; its late result is dropped
+            await until(pilot, lambda: not app.ask_lock.locked(), 300, "the worker to stop")
+            await until(pilot, lambda: not app.workers, 30, "the worker to be gone")
+            await pilot.pause(0.5)
+            assert chat.last_answer is None and not chat.query(".answer")
+            assert not list(chat.query(EntryRow))
+
+    run(go())
+
+
+def test_first_run_says_how_to_ingest_instead_of_failing(tmp_path, hub):
+    missing = tmp_path / "new" / "memory.db"
+
+    async def go(path: Path, how: str):
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=SIZE) as pilot:
+            first = app.screen.query_one(FirstRun)
+            assert first.display
+            text = str(first.render())
+            assert how in text
+            assert f"edge --memory {path} ingest " in text
+            assert f"edge --memory {path} ingest-captions " in text
+            await type_question(pilot, "where are my keys?")
+            await pilot.press("ctrl+t")  # nothing to browse: a notice, not a crash
+            await pilot.pause()
+            assert isinstance(app.screen, ChatScreen) and not app.screen.asking
+            assert "no memory yet" in str(app.screen.query_one(StatusBar).render()) or \
+                "0 clips" in str(app.screen.query_one(StatusBar).render())
+
+    run(go(missing, "does not exist"))
+    assert not missing.exists() and not missing.parent.exists()  # the chat never creates it
+    empty = tmp_path / "empty.db"
+    Memory(empty).close()
+    run(go(empty, "holds no clips"))
+
+
+def test_status_bar_names_memory_clips_hours_profile_and_models(day, hub):
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=(200, 30)):
+            return str(app.screen.query_one(StatusBar).render())
+
+    line = run(go())
+    assert str(path) in line and "40 clips" in line and "DAY1, DAY2" in line
+    assert "last ingest 20" in line and "profile tiny" in line and "models local" in line
+
+
+def test_remote_roles_are_those_served_off_the_device():
+    from models.registry import parse_manifest
+
+    manifest = parse_manifest({
+        "models": {"local": {"backend": "llama.cpp", "source": "none"},
+                   "far": {"backend": "openai", "source": "none",
+                           "base_url": "http://gpu-box:8000/v1"}},
+        "profiles": {"mixed": {"roles": {"memory_llm": "local", "solver": "far"}}}})
+    assert remote_roles(manifest.profile("mixed")) == ["solver"]
+
+
+@pytest.mark.slow
+def test_a_clip_from_video_shows_its_keyframe(tmp_path, hub):
+    from edge.ingest import ingest_paths
+
+    path = tmp_path / "memory.db"
+    with Memory(path) as memory:
+        report = ingest_paths(memory, hub, [shared(FOOTAGE / "everyday_livingroom.mp4")])
+        assert report.clips_added == 1
+        clip = memory.all_clips()[0]
+    assert clip.keyframes
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=SIZE) as pilot:
+            app.open_clip(clip.id)
+            await until(pilot, lambda: isinstance(app.screen, ClipScreen), 10, "the clip")
+            await pilot.pause()
+            images = [w for w in app.screen.query("Keyframe *") if type(w).__name__.endswith(
+                "Image")]
+            assert len(images) == len(clip.keyframes)
+            assert Path(images[0].image).is_file()
+            assert Path(images[0].image).name == Path(clip.keyframes[0]).name
+
+    run(go())
+
+
+def test_edge_cli_loads_textual_only_for_chat():
+    code = ("import sys, edge.cli; from click.testing import CliRunner; "
+            "r = CliRunner().invoke(edge.cli.main, ['chat', '--help']); "
+            "assert r.exit_code == 0 and 'Esc cancels' in r.output, r.output; "
+            "import edge.answer, edge.store; "
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
