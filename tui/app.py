@@ -59,6 +59,7 @@ class EdgeApp(App):
         self.ask_options = dict(ask_options or {})
         self.ask_lock = threading.Lock()
         self.memory: Memory | None = None
+        self.open_error: str | None = None  # why the memory file could not be opened
         self.status: MemoryStatus = read_status(self.memory_path, None, hub)
         self._open_memory()
 
@@ -68,9 +69,11 @@ class EdgeApp(App):
         if self.memory is None and self.memory_path.is_file():
             try:
                 self.memory = Memory(self.memory_path, create=False)
+                self.open_error = None
             except StoreError as e:
-                self.memory = None
-                self.call_later(self.notify, str(e), severity="error", timeout=15)
+                if str(e) != self.open_error and self.is_running:
+                    self.notify(str(e), severity="error", timeout=15)
+                self.open_error = str(e)
         self.status = read_status(self.memory_path, self.memory, self.hub)
 
     def get_default_screen(self) -> ChatScreen:
@@ -78,6 +81,8 @@ class EdgeApp(App):
 
     def on_mount(self) -> None:
         self.sub_title = str(self.memory_path)
+        if self.open_error:
+            self.notify(self.open_error, severity="error", timeout=15)
         self.set_interval(STATUS_EVERY, self.action_refresh_memory)
 
     def action_refresh_memory(self) -> None:

@@ -75,7 +75,7 @@ class ChatScreen(Screen):
         status = self.app.status
         self.query_one(StatusBar).show(status)
         first = self.query_one(FirstRun)
-        first.update(first_run_text(status.path, status.exists))
+        first.update(first_run_text(status.path, status.exists, self.app.open_error))
         first.display = status.empty
         self.query_one(Conversation).display = not status.empty
 
