@@ -285,6 +285,16 @@ def test_a_clip_from_video_shows_its_keyframe(tmp_path, hub):
             assert len(images) == len(clip.keyframes)
             assert Path(images[0].image).is_file()
             assert Path(images[0].image).name == Path(clip.keyframes[0]).name
+            # the half-block fallback (a terminal that cannot be queried) draws the same file
+            from tui.widgets.keyframe import HalfBlocks
+
+            blocks = HalfBlocks(images[0].image)
+            blocks.styles.width, blocks.styles.height = 16, 6
+            await app.screen.mount(blocks)
+            await pilot.pause()
+            line = blocks.render_line(0)
+            assert line.text == "▀" * 16
+            assert len({seg.style.color for seg in line} | {seg.style.bgcolor for seg in line}) > 2
 
     run(go())
 
