@@ -308,3 +308,22 @@ def test_edge_cli_loads_textual_only_for_chat():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_panes_sit_side_by_side_and_stack_in_a_narrow_terminal(day, hub):
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=(140, 40)) as pilot:
+            chat, evidence = (app.screen.query_one(q) for q in ("#chat-pane", "#evidence-pane"))
+            assert evidence.region.x >= chat.region.right and evidence.region.y == chat.region.y
+            await pilot.resize_terminal(80, 40)
+            await pilot.pause()
+            assert app.screen.has_class("-narrow")
+            assert evidence.region.y >= chat.region.bottom and evidence.region.width == 80
+            await pilot.resize_terminal(140, 40)
+            await pilot.pause()
+            assert evidence.region.x >= chat.region.right
+
+    run(go())
