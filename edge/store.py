@@ -391,12 +391,13 @@ class Memory:
 
     # -- vectors
     def knn_keys(self, query: np.ndarray, key_type: str, k: int,
-                 before: float | None = None) -> list[tuple[int, float]]:
+                 before: float | None = None, after: float | None = None
+                 ) -> list[tuple[int, float]]:
         """Top-``k`` ``(clip_id, cosine similarity)`` for one key type, best first.
 
-        The time scope (``clip_end <= before``) is applied inside the KNN as a vec0 metadata
-        constraint, so it never drops results after the top-k was cut. ``k`` is capped at
-        4096 (sqlite-vec's limit).
+        The time scope (``after < clip_end <= before``, timeline seconds, either open) is
+        applied inside the KNN as vec0 metadata constraints, so it never drops results after
+        the top-k was cut. ``k`` is capped at 4096 (sqlite-vec's limit).
         """
         k = max(1, min(int(k), 4096))
         q = np.asarray(query, dtype=np.float32).tobytes()
@@ -406,6 +407,9 @@ class Memory:
         if before is not None:
             sql += " AND v.clip_end <= ?"
             args.append(float(before))
+        if after is not None:
+            sql += " AND v.clip_end > ?"
+            args.append(float(after))
         hits = list(self.db.execute(sql, args))
         if not hits:
             return []
@@ -414,12 +418,12 @@ class Memory:
             f"SELECT id, clip_id FROM keys WHERE id IN ({marks})", [h[0] for h in hits]))
         return [(owner[kid], 1.0 - float(dist)) for kid, dist in hits]
 
-    def count_clips(self, before: float | None = None) -> int:
-        """Clips that end by ``before`` (timeline seconds), or all clips."""
-        if before is None:
-            return self.db.execute("SELECT count(*) FROM clips").fetchone()[0]
-        return self.db.execute("SELECT count(*) FROM clips WHERE t_end <= ?",
-                               (float(before),)).fetchone()[0]
+    def count_clips(self, before: float | None = None, after: float | None = None) -> int:
+        """Clips that end in ``(after, before]`` (timeline seconds, either open)."""
+        return self.db.execute(
+            "SELECT count(*) FROM clips WHERE (? IS NULL OR t_end <= ?)"
+            " AND (? IS NULL OR t_end > ?)",
+            (before, before, after, after)).fetchone()[0]
 
     def find_clip(self, t_start: float, t_end: float, caption: str) -> int | None:
         """The id of a stored clip with exactly these times and caption, from any source."""
@@ -428,16 +432,20 @@ class Memory:
             (t_start, t_end, caption)).fetchone()
         return row[0] if row else None
 
-    def bm25(self, match: str, k: int, before: float | None = None) -> list[tuple[int, float]]:
+    def bm25(self, match: str, k: int, before: float | None = None,
+             after: float | None = None) -> list[tuple[int, float]]:
         """Top-``k`` ``(clip_id, BM25 score)`` for an FTS5 ``match`` expression, best first
-        (scores are positive; larger is better). The time scope is part of the same query, so
-        it applies before the top-k cut."""
+        (scores are positive; larger is better). The time scope (clips ending in
+        ``(after, before]``) is part of the same query, so it applies before the top-k cut."""
         sql = ("SELECT t.rowid, -bm25(clip_text) AS score FROM clip_text t "
                "JOIN clips c ON c.id = t.rowid WHERE clip_text MATCH ?")
         args: list = [match]
         if before is not None:
             sql += " AND c.t_end <= ?"
             args.append(float(before))
+        if after is not None:
+            sql += " AND c.t_end > ?"
+            args.append(float(after))
         sql += " ORDER BY score DESC, t.rowid LIMIT ?"
         args.append(int(k))
         return [(cid, float(score)) for cid, score in self.db.execute(sql, args)]
