@@ -237,8 +237,16 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
 @click.option("--at", "at", default=None, metavar="TIME",
               help="When the question is asked ('DAY1 11:21', '2025-02-20 19:40'); only "
                    "earlier clips are used. Default: now.")
-@click.option("--top-n", type=click.IntRange(1, 50), default=5, show_default=True,
-              help="Anchor clips per round.")
+@click.option("--from", "from_", default=None, metavar="TIME",
+              help="Search only clips that end after this moment (same forms as --at).")
+@click.option("--to", "to", default=None, metavar="TIME",
+              help="Search only clips that end by this moment.")
+@click.option("--window/--no-window", "auto_window", default=True, show_default=True,
+              help="Read a time window the question names ('yesterday evening', "
+                   "'last night', 'DAY1 afternoon') and search inside it.")
+@click.option("--top-n", type=click.IntRange(1, 50), default=None,
+              help="Anchor clips per round [default: 10 for a solver with a ≥16k context, "
+                   "else 5].")
 @click.option("--delta", type=click.IntRange(0, 4), default=2, show_default=True,
               help="Neighbor window Δ (clips on each side).")
 @click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
@@ -247,31 +255,62 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               show_default=True,
               help="hybrid: MERIT max-sim over the four keys fused (RRF, k=60) with BM25 over "
                    "captions, transcripts and keys; keys: max-sim only.")
+@click.option("--loop", type=click.Choice(["merit", "single"]), default="merit",
+              show_default=True,
+              help="merit: per round a neighbor-filtering call and a sufficiency call, then "
+                   "one answer call; single: one call per round answers and decides "
+                   "(cheapest).")
 @click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
-              help="MERIT neighbor filtering: one more LLM call per round distils each "
-                   "anchor's ±Δ neighborhood to what is relevant.")
+              help="--loop single only: add MERIT neighbor filtering (one more call a round).")
+@click.option("--decompose", is_flag=True,
+              help="MARQUIS: split the question into sub-queries (one more LLM call) and fuse "
+                   "their rankings.")
+@click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
+              default="rrf", show_default=True, help="How sub-query rankings are fused.")
+@click.option("--rrf-k", type=click.IntRange(1, 1000), default=60, show_default=True,
+              help="K of reciprocal rank fusion (10, 60, 100 are usual).")
+@click.option("--frames/--no-frames", default=None,
+              help="Send anchor keyframes to a VLM solver with the final answer [default: "
+                   "only when the solver takes images and its backend allows frames].")
 @click.option("--choices", default=None, metavar="A|B|C|D",
               help="Multiple choice: options separated by '|'; the answer is one letter.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the answer, moments and usage as JSON.")
+              help="Print the answer, moments, rounds and usage as JSON.")
 @click.pass_obj
-def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, rounds: int,
-        retrieval: str, neighbor_filter: bool, choices: str | None, as_json: bool) -> None:
+def ask(state: _State, question: str, at: str | None, from_: str | None, to: str | None,
+        auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
+        loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
+        frames: bool | None, choices: str | None, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
-    from edge.timeline import parse_moment
+    from edge.timeline import TimeWindow, parse_moment
 
     at_t = parse_moment(at) if at else None
+    window = None
+    if from_ or to:
+        start, end = (parse_moment(from_) if from_ else None), (parse_moment(to) if to else None)
+        if start is not None and end is not None and start >= end:
+            raise click.BadParameter("--from must be before --to", param_hint="--from")
+        window = TimeWindow(start, end, f"{from_ or '…'} to {to or '…'}")
     with _open_memory(state, create=False) as memory:
         hub = state.hub()
-        result = run_ask(memory, hub, question, at=at_t, top_n=top_n, delta=delta,
-                         max_rounds=rounds, retrieval=retrieval,
-                         neighbor_filter=neighbor_filter,
-                         choices=[c.strip() for c in choices.split("|")] if choices else None)
-        memory.record_calls("ask", hub.usage.records)
+        try:
+            result = run_ask(
+                memory, hub, question, at=at_t, window=window, auto_window=auto_window,
+                top_n=top_n, delta=delta, max_rounds=rounds, retrieval=retrieval, loop=loop,
+                neighbor_filter=neighbor_filter, decompose=decompose, fusion=fusion,
+                rrf_k=rrf_k, frames=frames,
+                choices=[c.strip() for c in choices.split("|")] if choices else None,
+                on_progress=None if as_json else _ask_progress)
+        finally:
+            memory.record_calls("ask", hub.usage.records)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return
+    if result.scope.get("label"):
+        click.echo(f"Searched {result.scope['label']}.")
+    if result.sub_queries:
+        click.echo("Sub-queries: " + "; ".join(result.sub_queries))
     answer = result.answer or "(no answer)"
     if result.extra.get("choices") and result.answer:
         answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
@@ -293,6 +332,14 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
         if len(excerpt) > EXCERPT:
             excerpt = excerpt[:EXCERPT].rstrip() + "…"
         click.echo(textwrap.indent(textwrap.fill(excerpt, width - 6), "     "))
+        if m.evidence:
+            click.echo(textwrap.indent(textwrap.fill(f"kept: {m.evidence}", width - 6),
+                                       "     "))
+
+
+def _ask_progress(line: str) -> None:
+    if sys.stderr.isatty():
+        click.echo(f"… {line}", err=True)
 
 
 # ---- stats, models, doctor ---------------------------------------------------------------
