@@ -36,7 +36,7 @@ from edge.config import frames_dir
 from edge.decompose import decompose as decompose_question
 from edge.filtering import filter_neighborhoods
 from edge.retrieval import Neighborhood, expand_neighbors, multi_query_retrieve
-from edge.store import KEY_TYPES, Clip, Memory
+from edge.store import INDEX_TYPES, Clip, Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 from models.llm import ContextOverflowError, LLMOutputError
 
@@ -259,7 +259,7 @@ def ask(
     top_n: int | None = None,
     delta: int = 2,
     max_rounds: int = 5,
-    key_types: tuple[str, ...] = KEY_TYPES,
+    key_types: tuple[str, ...] = INDEX_TYPES,
     retrieval: str = "hybrid",
     loop: str = "merit",
     decompose: bool = False,
@@ -282,7 +282,9 @@ def ask(
             reads one from the question ("last night") when none is given.
         top_n: anchors per round; default 10 for a solver with ≥ 16k context, else 5.
         delta: neighbor window Δ (0–4). max_rounds: R, the bound on retrieval rounds.
-        key_types: which keys vote in max-sim (event/dialogue/object/summary/caption).
+        key_types: which vectors vote in max-sim: any of event/dialogue/object/summary
+            and caption; default all five (keys + caption: hit@Δ2 0.962 vs 0.949 for the
+            four keys alone, hybrid, on the 78-question day-1 set).
         retrieval: ``hybrid`` (max-sim fused by RRF with BM25 over FTS5) or ``keys``
             (max-sim only, MERIT as published).
         loop: ``merit`` (filter + sufficiency per round, then a final answer) or

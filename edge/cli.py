@@ -253,8 +253,11 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               help="Most retrieval rounds R.")
 @click.option("--retrieval", type=click.Choice(["hybrid", "keys"]), default="hybrid",
               show_default=True,
-              help="hybrid: MERIT max-sim over the four keys fused (RRF, k=60) with BM25 over "
+              help="hybrid: MERIT max-sim over the keys (--keys) fused (RRF, k=60) with BM25 over "
                    "captions, transcripts and keys; keys: max-sim only.")
+@click.option("--keys", "key_types", default="event,dialogue,object,summary,caption",
+              show_default=True, metavar="TYPES",
+              help="Comma-separated vectors that vote in max-sim (MERIT keys and the caption).")
 @click.option("--loop", type=click.Choice(["merit", "single"]), default="merit",
               show_default=True,
               help="merit: per round a neighbor-filtering call and a sufficiency call, then "
@@ -279,12 +282,16 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
 @click.pass_obj
 def ask(state: _State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
-        loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
+        key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
         frames: bool | None, choices: str | None, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
+    from edge.store import INDEX_TYPES
     from edge.timeline import TimeWindow, parse_moment
 
+    keys = tuple(dict.fromkeys(k.strip() for k in key_types.split(",") if k.strip()))
+    if not keys or set(keys) - set(INDEX_TYPES):
+        raise click.BadParameter(f"choose from {', '.join(INDEX_TYPES)}", param_hint="--keys")
     at_t = parse_moment(at) if at else None
     window = None
     if from_ or to:
@@ -297,7 +304,8 @@ def ask(state: _State, question: str, at: str | None, from_: str | None, to: str
         try:
             result = run_ask(
                 memory, hub, question, at=at_t, window=window, auto_window=auto_window,
-                top_n=top_n, delta=delta, max_rounds=rounds, retrieval=retrieval, loop=loop,
+                top_n=top_n, delta=delta, max_rounds=rounds, retrieval=retrieval,
+                key_types=keys, loop=loop,
                 neighbor_filter=neighbor_filter, decompose=decompose, fusion=fusion,
                 rrf_k=rrf_k, frames=frames,
                 choices=[c.strip() for c in choices.split("|")] if choices else None,
