@@ -144,9 +144,11 @@ def iter_clips(
 ) -> Iterator[ClipSpan]:
     """Yield the clips of a source in order, each with frames sampled at ``fps``.
 
-    Decodes the video stream once. A file that ends early (truncated, corrupt tail) yields the
-    clips decoded so far and appends a note to ``warnings``; audio-only sources yield clips
-    without frames. Frames are BGR ``uint8``, at most ``max_side`` pixels on their long side.
+    Decodes the video stream once, packet by packet: a corrupt packet in the middle is skipped
+    (decoding goes on after it) and a file that ends early (truncated) yields the clips
+    decoded so far; both append a note to ``warnings``. Audio-only sources yield clips without
+    frames. Frames are BGR ``uint8``, turned upright by the display matrix (phone rotation)
+    and at most ``max_side`` pixels on their long side.
     """
     import av
 
@@ -163,29 +165,42 @@ def iter_clips(
     next_sample = 0.0
     origin: float | None = None
     last_t = 0.0
+    bad_packets, bad_from = 0, None
     with _open(info.path) as c:
         stream = c.streams.video[0]
         stream.thread_type = "AUTO"
         try:
-            for frame in c.decode(stream):
-                if frame.time is None:
+            for packet in c.demux(stream):
+                try:
+                    frames = packet.decode()
+                except (av.error.FFmpegError, ValueError):
+                    # corrupt bytes inside the file: skip this packet, keep decoding after it
+                    bad_packets += 1
+                    bad_from = last_t if bad_from is None else bad_from
                     continue
-                if origin is None:
-                    origin = float(frame.time)
-                t = float(frame.time) - origin
-                last_t = t
-                while current < len(spans) and t >= spans[current].end:
-                    yield spans[current]
-                    spans[current] = None  # type: ignore[call-overload]  # free the frames
-                    current += 1
+                for frame in frames:
+                    if frame.time is None:
+                        continue
+                    if origin is None:
+                        origin = float(frame.time)
+                    t = float(frame.time) - origin
+                    if t < last_t - 1e-6:
+                        continue  # a damaged timestamp jumping back: keep time monotonic
+                    last_t = t
+                    while current < len(spans) and t >= spans[current].end:
+                        yield spans[current]
+                        spans[current] = None  # type: ignore[call-overload]  # free the frames
+                        current += 1
+                    if current >= len(spans):
+                        break
+                    if t + 1e-6 >= next_sample:
+                        span = spans[current]
+                        img = downscale(upright(frame.to_ndarray(format="bgr24"),
+                                                frame_rotation(frame)), max_side)
+                        span.frames.append(Frame(round(t - span.start, 3), img))
+                        next_sample = math.floor(t / step + 1e-6) * step + step
                 if current >= len(spans):
                     break
-                if t + 1e-6 >= next_sample:
-                    span = spans[current]
-                    img = downscale(upright(frame.to_ndarray(format="bgr24"),
-                                            frame_rotation(frame)), max_side)
-                    span.frames.append(Frame(round(t - span.start, 3), img))
-                    next_sample = math.floor(t / step + 1e-6) * step + step
         except (av.error.FFmpegError, ValueError) as e:
             if warnings is not None:
                 warnings.append(
@@ -193,6 +208,10 @@ def iter_clips(
                     f"({e.__class__.__name__}); the file looks truncated or corrupt, "
                     "clips up to that point were kept"
                 )
+    if bad_packets and warnings is not None:
+        warnings.append(
+            f"{shown(info.path.name)}: {bad_packets} corrupt video packet(s) skipped from "
+            f"{bad_from:.1f} s on; frames around them may be missing or damaged")
     for span in spans[current:]:
         if span is None:
             continue
