@@ -255,7 +255,10 @@ class Memory:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR): a
+            # second ROLLBACK would fail and hide the error that matters.
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
