@@ -123,18 +123,32 @@ def _progress(total: float, unit: str, desc: str):
 @click.option("--start", default=None, metavar="TIME",
               help="Start time for files whose metadata has none, e.g. '2025-02-20 19:30' or "
                    "'DAY1 11:00' (later files follow back to back). Default: file mtime.")
+@click.option("--audio", "audio", default=None, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A separate audio recording of the (one) video given: its transcript is "
+                   "used instead of the video's own sound.")
+@click.option("--audio-offset", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="With --audio: how many seconds after the video's start the audio begins.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 @click.pass_obj
-def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: bool) -> None:
+def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Path | None,
+           audio_offset: float, as_json: bool) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
     from edge.ingest import IngestOptions, ingest_paths
     from edge.timeline import parse_moment
 
-    options = IngestOptions(start=parse_moment(start) if start else None)
+    options = IngestOptions(start=parse_moment(start) if start else None, audio=audio,
+                            audio_offset=audio_offset)
     for p in paths:
         if not p.exists():
             raise click.ClickException(f"{p}: no such file or folder")
+    if audio is not None and (len(paths) != 1 or paths[0].is_dir()):
+        raise click.ClickException("--audio belongs to one video: give exactly one video file "
+                                   "with it (not a folder or several files)")
+    if audio_offset and audio is None:
+        raise click.ClickException("--audio-offset only applies together with --audio FILE")
     bar = None
+    report = None
 
     def on_total(total: float) -> None:
         nonlocal bar
@@ -156,7 +170,8 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
         finally:
             if bar is not None:
                 bar.close()
-            memory.record_calls("ingest", hub.usage.records)
+            memory.record_calls("ingest", hub.usage.records,
+                                run_id=report.run_id if report is not None else None)
         stats = memory.stats()
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "memory": str(state.memory_path),
@@ -174,6 +189,11 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
         click.echo(line)
         for w in r.warnings:
             click.echo(f"     note: {w}")
+    if report.media_seconds > 0:
+        click.echo("stage        seconds    RTF  calls  tokens in/out")
+        for name, st in report.stages.items():
+            click.echo(f"  {name:10} {st['seconds']:8.1f} {st['rtf']:6.3f} {st['calls']:6} "
+                       f"{st['tokens_in']:>7}/{st['tokens_out']}")
     u = report.usage["llm"]
     failed = [r for r in report.results if r.status == "failed"]
     click.echo(f"{report.clips_added} clips added in {report.seconds:.1f} s; "
@@ -363,6 +383,7 @@ def stats(state: _State, as_json: bool) -> None:
         calls = memory.db.execute(
             "SELECT command, role, count(*), sum(tokens_in), sum(tokens_out), sum(seconds) "
             "FROM calls GROUP BY command, role ORDER BY command, role").fetchall()
+        s["ingest_cost"] = memory.stage_costs("ingest")
     s["calls"] = [dict(zip(("command", "role", "calls", "tokens_in", "tokens_out", "seconds"),
                            row)) for row in calls]
     if as_json:
@@ -378,6 +399,14 @@ def stats(state: _State, as_json: bool) -> None:
         click.echo(f"calls    {c['command']:16} {c['role']:12} {c['calls']:6} calls "
                    f"{c['tokens_in'] or 0:8} in {c['tokens_out'] or 0:7} out "
                    f"{c['seconds'] or 0:8.1f} s")
+    cost = s["ingest_cost"]
+    if cost["stages"]:
+        click.echo(f"ingest   {cost['runs']} run(s), {cost['clips_added']} clips, "
+                   f"{cost['hours']:.3f} h of footage processed")
+        for name, st in cost["stages"].items():
+            rtf = f"{st['rtf']:.3f}" if st["rtf"] is not None else "-"
+            click.echo(f"stage    {name:12} {st['seconds']:8.1f} s  RTF {rtf:>6}  "
+                       f"{st['calls']:6} calls {st['tokens_in']:8} in {st['tokens_out']:7} out")
 
 
 @main.group()
