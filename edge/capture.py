@@ -165,6 +165,21 @@ class _ClipWriter:
         return publish(self.part)
 
 
+def fits_matroska(stream) -> bool:
+    """Whether a stream can be copied into a Matroska clip as it is (tried in memory)."""
+    import io
+
+    import av
+
+    try:
+        with av.open(io.BytesIO(), "w", format="matroska") as out:
+            out.add_stream_from_template(stream)
+            out.start_encoding()
+        return True
+    except (av.error.FFmpegError, ValueError):
+        return False
+
+
 def pick_encoder() -> str:
     """H.264 (libx264) when this PyAV build has it, MPEG-4 Part 2 otherwise."""
     import av
@@ -224,13 +239,16 @@ class Segmenter:
 
         video = container.streams.video[0] if container.streams.video else None
         audio = container.streams.audio[0] if container.streams.audio else None
-        if audio is not None and audio.codec_context.name in ("pcm_s16be",):
-            audio = None  # Matroska cannot hold it; the clip keeps its video
+        if audio is not None and not fits_matroska(audio):
+            log.warning("audio (%s) cannot be stream-copied into the clips; recording video "
+                        "only", audio.codec_context.name)
+            audio = None
         if video is None and audio is None:
             raise CaptureError("the source has neither video nor audio")
         encoder = None
         if video is not None and (self.reencode
-                                  or video.codec_context.name in RAW_VIDEO_CODECS):
+                                  or video.codec_context.name in RAW_VIDEO_CODECS
+                                  or not fits_matroska(video)):
             encoder = pick_encoder()
             video.thread_type = "AUTO"
         streams = [s for s in (video, audio) if s is not None]

@@ -490,6 +490,12 @@ def record(state: _State, camera: str | None, url: str | None, watch: Path | Non
         code = recorder.run()
     except RecordError as e:
         raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        recorder.state = "stopped"
+        recorder.write_status()
+        click.echo("Forced stop: finished clips are kept; the clip being ingested and the "
+                   "rest of the queue are ingested on the next start.", err=True)
+        raise SystemExit(130) from None
     raise SystemExit(code)
 
 

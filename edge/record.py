@@ -99,6 +99,7 @@ class Recorder:
         self.segmenter: Segmenter | None = None
         self.source_clock: tuple[float, float] | None = None  # (source time, monotonic)
         self._lockfile = None
+        self._signalled = False
         self._durations: dict[str, float] = {}
 
     # ---- setup --------------------------------------------------------------------------
@@ -280,17 +281,20 @@ class Recorder:
     def _capture_source(self) -> None:
         """Camera, stream or file; a camera or stream that drops is reopened with backoff."""
         backoff = 1.0
+        opened_once = False
         while not self.stop.is_set():
             try:
                 container = open_source(self.source)
             except CaptureError as e:
-                if self.source.kind == "file":
-                    raise
+                if self.source.kind == "file" or not opened_once:
+                    raise  # a wrong device or URL fails at once; a dropped one is retried
                 self.last_error = str(e)
                 log.error("%s; retrying in %.0f s", e, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 60.0)
                 continue
+            opened_once = True
+            finite = self.source.kind == "file" or bool(container.duration)
             self.state = "recording"
             origin = time.time()
             self.source_clock = (origin, time.monotonic())
@@ -305,10 +309,11 @@ class Recorder:
                     raise
                 self.last_error = str(e)
                 log.error("%s; reconnecting in %.0f s", e, backoff)
+                finite = False
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 60.0)
                 continue
-            if self.source.kind == "file":
+            if finite:  # a file, or a file served over http: recorded once
                 log.info("end of %s", self.source.target)
                 return
             if not self.stop.is_set():
@@ -516,8 +521,9 @@ class Recorder:
         return 1 if failed else 0
 
     def _on_signal(self, signum, _frame) -> None:
-        if self.stop.is_set():
-            return
+        if self.stop.is_set() and self._signalled:  # a second Ctrl-C: do not wait
+            raise KeyboardInterrupt
+        self._signalled = True
         log.info("%s: closing the current clip and stopping after the clip being ingested",
                  signal.Signals(signum).name)
         self.state = "stopping"
