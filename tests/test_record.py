@@ -270,6 +270,10 @@ def test_sigkill_mid_clip_then_restart_keeps_every_clip_once(tmp_path, hub):
     status = read_status(status_path(mem))
     assert status["state"] == "stopped" and status["queue"] == 0
     assert status["clips_ingested"] == len(names)
+    shown = CliRunner().invoke(main, ["--memory", str(mem), "status"])
+    assert shown.exit_code == 0, shown.output
+    assert "recorder   stopped" in shown.output and f"{len(names)} clips" in shown.output
+    assert "queue      0/120" in shown.output
 
 
 @pytest.mark.slow
@@ -283,12 +287,18 @@ def test_watched_folder_budget_and_clean_sigterm(tmp_path):
     os.utime(inbox / "a.mp4", (time.time() - 60, time.time() - 60))  # recorded a minute ago
     shutil.copy(living, inbox / "b.mp4")
     rec = _record(mem, "--watch", str(inbox), "--settle", "0.5", "--raw-budget", "400KB",
-                  env=_env(tmp_path))
+                  "--max-pending", "1", env=_env(tmp_path))
 
     def in_memory() -> int:
         s = read_status(status_path(mem))
         return s["clips_ingested"] if s else 0
 
+    # a folder can wait: with a queue bound of 1, b.mp4 is cut only after a.mp4's clip is in
+    # memory, and the status says why
+    _wait(lambda: (read_status(status_path(mem)) or {}).get("state") == "backpressure", 60, rec)
+    s = read_status(status_path(mem))
+    assert s["backpressure"] and s["queue"] == 1 == s["queue_capacity"]
+    assert len(finished_clips(spool)) == 1
     _wait(lambda: in_memory() == 2, 400, rec)
     _wait(lambda: len(finished_clips(spool)) == 1, 10, rec)
     live = read_status(status_path(mem))
