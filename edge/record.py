@@ -100,7 +100,8 @@ class Recorder:
         self.source_clock: tuple[float, float] | None = None  # (source time, monotonic)
         self._lockfile = None
         self._signalled = False
-        self._durations: dict[str, float] = {}
+        self.recorded = 0                    # clips written by this run
+        self.worker_failed = False
 
     # ---- setup --------------------------------------------------------------------------
 
@@ -146,9 +147,11 @@ class Recorder:
                             part.name, recut[part.name])
             else:
                 repair(part)
-        with Memory(self.memory_path, create=True) as memory:
-            done = {r[0] for r in memory.db.execute(
-                "SELECT path FROM sources WHERE status = 'done'")}
+        done: set[str] = set()
+        if self.memory_path.exists():  # else created by the first ingest
+            with Memory(self.memory_path, create=False) as memory:
+                done = {r[0] for r in memory.db.execute(
+                    "SELECT path FROM sources WHERE status = 'done'")}
         clips = finished_clips(self.spool)
         for c in clips:
             if _stored_path(c.path) in done:
@@ -187,7 +190,7 @@ class Recorder:
             self.state = "recording"
 
     def _on_clip(self, path: Path, start: float, duration: float) -> None:
-        self._durations[path.name] = duration
+        self.recorded += 1
         log.info("clip %s (%.1f s) finished", path.name, duration)
         self.wake.set()
 
@@ -199,8 +202,7 @@ class Recorder:
         from edge.spool import clip_start
         from edge.store import Memory
 
-        hub = None
-        memory = Memory(self.memory_path, create=True)
+        hub = memory = None
         try:
             while True:
                 queue = self.pending()
@@ -212,6 +214,7 @@ class Recorder:
                     continue
                 clip = queue[0]
                 if hub is None:
+                    memory = Memory(self.memory_path, create=True)
                     hub = self.hub_factory()
                 self.ingesting = clip.name
                 mark = len(hub.usage.records)
@@ -247,10 +250,13 @@ class Recorder:
                               failed)
         except Exception as e:  # the memory is unusable: stop recording rather than pile up
             self.last_error = f"ingestion stopped: {e.__class__.__name__}: {e}"
-            log.exception("ingestion worker failed")
+            self.worker_failed = True
+            log.exception("ingestion worker failed; stopping the recording (finished clips "
+                          "stay in the spool and are ingested on the next start)")
             self.stop.set()
         finally:
-            memory.close()
+            if memory is not None:
+                memory.close()
 
     # ---- capture ------------------------------------------------------------------------
 
@@ -450,7 +456,7 @@ class Recorder:
             "source": self.source.describe(),
             "started_at": self.started_at,
             "current_clip": seg.current.name if seg is not None and seg.current else None,
-            "clips_recorded": seg.clips if seg is not None else 0,
+            "clips_recorded": self.recorded,
             "clips_ingested": len(self.ingested),
             "ingesting": self.ingesting,
             "queue": len(pending),
@@ -511,12 +517,12 @@ class Recorder:
         finally:
             for sig, h in handlers.items():
                 signal.signal(sig, h)
-        failed = self.last_error is not None and self.capture_done.is_set() and (
-            self.segmenter is None or self.segmenter.clips == 0)
+        failed = self.worker_failed or (self.last_error is not None and self.recorded == 0
+                                        and self.capture_done.is_set())
         self.state = "failed" if failed else "stopped"
         self.write_status()
         log.info("stopped: %d clip(s) recorded, %d in memory, %d pending",
-                 self.segmenter.clips if self.segmenter else 0, len(self.ingested),
+                 self.recorded, len(self.ingested),
                  len(self.pending()))
         return 1 if failed else 0
 

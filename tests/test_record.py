@@ -228,7 +228,7 @@ def test_sigkill_mid_clip_then_restart_keeps_every_clip_once(tmp_path, hub):
 
     def reader() -> None:
         try:
-            _wait(lambda: mem.exists(), 60)
+            _wait(lambda: mem.exists() and mem.stat().st_size > 0, 120)
             query = hub.embedder.embed_one("a person in a room")
             with Memory(mem, create=False) as m:
                 while second.poll() is None:
