@@ -148,8 +148,8 @@ class Recorder:
             else:
                 repair(part)
         done: set[str] = set()
-        if self.memory_path.exists():  # else created by the first ingest
-            with Memory(self.memory_path, create=False) as memory:
+        if self.memory_path.exists():  # else created by the first ingest (an empty file
+            with Memory(self.memory_path, create=True) as memory:  # left by a kill is fine)
                 done = {r[0] for r in memory.db.execute(
                     "SELECT path FROM sources WHERE status = 'done'")}
         clips = finished_clips(self.spool)
