@@ -343,6 +343,8 @@ class Recorder:
                 raise CaptureError(f"watched folder {folder} does not exist (any more)")
             for f in find_media([folder]):
                 key = str(f.resolve())
+                if self.spool.resolve() in f.resolve().parents:
+                    continue  # our own clips, when the spool is inside the watched folder
                 try:
                     st = f.stat()
                 except FileNotFoundError:
@@ -432,6 +434,10 @@ class Recorder:
         return origin + (time.monotonic() - mono) * speed
 
     def status(self) -> dict:
+        """The recorder's state as written to the status file: ``state`` (starting,
+        recording, backpressure, ingesting, stopping, stopped, failed), ``queue`` (clips
+        waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in memory),
+        ``disk`` (raw clip bytes, budget, free bytes, floor), ``last_error``."""
         clips = finished_clips(self.spool)
         with self.lock:
             pending = [c for c in clips if c.path.name not in self.ingested]
@@ -474,6 +480,7 @@ class Recorder:
         }
 
     def write_status(self) -> None:
+        """Write :meth:`status` atomically to ``<memory>.record.json`` (errors are logged)."""
         try:
             write_status(self.status_file, self.status())
         except OSError as e:
