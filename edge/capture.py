@@ -101,7 +101,7 @@ class _ClipWriter:
     """One clip being written as ``<name>.mkv.part``; :meth:`finish` publishes it."""
 
     def __init__(self, spool: Path, start: float, offset: float, video, audio,
-                 encoder: str | None) -> None:
+                 encoder: str | None, base: float = 0.0) -> None:
         import av
 
         name = clip_name(start)
@@ -111,7 +111,8 @@ class _ClipWriter:
             n += 1
         self.part = spool / (name + PART_SUFFIX)
         self.start = start          # Unix seconds of the clip's first frame
-        self.offset = offset        # source seconds that map to 0 in this clip
+        self.offset = offset        # seconds after the source's first packet that map to 0
+        self.base = base            # the source's first packet time (its timestamps' zero)
         self.last = offset
         self.out = av.open(str(self.part), "w", format="matroska")
         self.out.metadata["creation_time"] = iso_utc(start)
@@ -135,7 +136,7 @@ class _ClipWriter:
             self.map[audio.index] = self.out.add_stream_from_template(audio)
 
     def copy(self, pkt) -> None:
-        shift = round(self.offset / pkt.time_base)
+        shift = round((self.base + self.offset) / pkt.time_base)
         if pkt.pts is not None:
             pkt.pts -= shift
         if pkt.dts is not None:
@@ -300,11 +301,9 @@ class Segmenter:
                         self.wait_for_room()
                         if self.stop.is_set():
                             break
-                    # copy: rebase on the keyframe's decode time (dts starts at 0);
-                    # encode: on the first frame's presentation time
-                    self.writer = _ClipWriter(self.spool, round(origin + at, 3),
-                                              rel if encoder is None else at, video, audio,
-                                              encoder)
+                    # the clip's first frame is presented at 0 (its dts may be negative)
+                    self.writer = _ClipWriter(self.spool, round(origin + at, 3), at, video,
+                                              audio, encoder, base=t0)
                     if self.on_open is not None:
                         self.on_open(self.writer.part)
                 w = self.writer

@@ -322,3 +322,42 @@ def test_watched_folder_budget_and_clean_sigterm(tmp_path):
     assert status["disk"]["raw_clips"] == 1 and status["last_deletion"]
     ledger = json.loads((spool / "watched.json").read_text())
     assert all(e["complete"] for e in ledger.values()) and len(ledger) == 2
+
+
+@pytest.mark.slow
+def test_network_stream_is_recorded_and_reconnected(tmp_path):
+    """A live MPEG-TS stream over HTTP (served by the ffmpeg CLI in real time); when it
+    ends the recorder keeps trying to reconnect until SIGTERM."""
+    import socket
+
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        pytest.skip("the ffmpeg command is needed to serve a live stream (scripts/setup.sh)")
+    src = shared(FOOTAGE / SHORT)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/live.ts"
+    server = subprocess.Popen([ffmpeg, "-v", "error", "-re", "-i", str(src), "-c", "copy",
+                               "-f", "mpegts", "-listen", "1", url])
+    mem = tmp_path / "stream.db"
+    try:
+        time.sleep(0.5)
+        rec = _record(mem, "--url", url, env=_env(tmp_path))
+        _wait(lambda: (read_status(status_path(mem)) or {}).get("clips_ingested", 0) >= 1,
+              300, rec)
+        _wait(lambda: "Connection refused" in ((read_status(status_path(mem)) or {})
+                                               .get("last_error") or ""), 60, rec)
+        rec.send_signal(signal.SIGINT)
+        out = rec.communicate(timeout=120)[0]
+    finally:
+        server.kill()
+        server.wait()
+    assert rec.returncode == 0, out
+    assert "ended; reconnecting" in out and "retrying in" in out
+    clips = finished_clips(spool_dir(mem))
+    assert len(clips) == 1 and probe(clips[0].path).duration == pytest.approx(9.7, abs=0.5)
+    with Memory(mem, create=False) as m:
+        assert m.count_clips() == 1
+    status = read_status(status_path(mem))
+    assert status["state"] == "stopped" and status["source"] == f"stream {url}"
