@@ -453,5 +453,192 @@ def doctor(state: _State) -> None:
         raise SystemExit(1)
 
 
+# ---- record, status ----------------------------------------------------------------------
+
+def _size_option(value: str | None, name: str) -> int | None:
+    from humanfriendly import InvalidSize, parse_size
+
+    if value is None or value.lower() in ("none", "off", "0"):
+        return None
+    try:
+        return int(parse_size(value))
+    except InvalidSize:
+        raise click.BadParameter(f"{value!r} is not a size; write e.g. 500MB, 2GB or 1.5GiB",
+                                 param_hint=name) from None
+
+
+def _duration_option(value: str | None, name: str) -> float | None:
+    from humanfriendly import InvalidTimespan, parse_timespan
+
+    if value is None or value.lower() in ("none", "off", "forever"):
+        return None
+    try:
+        return float(parse_timespan(value))
+    except InvalidTimespan:
+        raise click.BadParameter(f"{value!r} is not a duration; write e.g. 90m, 12h or 7d",
+                                 param_hint=name) from None
+
+
+def _record_logging(spool: Path) -> None:
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    log = logging.getLogger("edge.record")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
+    for h in list(log.handlers):
+        log.removeHandler(h)
+    err = logging.StreamHandler(sys.stderr)
+    err.setFormatter(fmt)
+    log.addHandler(err)
+    spool.mkdir(parents=True, exist_ok=True)
+    fh = RotatingFileHandler(spool / "record.log", maxBytes=5_000_000, backupCount=3)
+    fh.setFormatter(fmt)
+    log.addHandler(fh)
+
+
+@main.command()
+@_memory_options
+@click.option("--camera", default=None, metavar="INDEX",
+              help="Record a webcam: its index (0 = /dev/video0) or device name.")
+@click.option("--url", default=None, metavar="URL|FILE",
+              help="Record a network stream (rtsp://…, http://…) or replay a file.")
+@click.option("--watch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Record the files a camera writes into DIR.")
+@click.option("--realtime", is_flag=True,
+              help="With --url FILE: replay the file at real speed, as a live source.")
+@click.option("--speed", type=click.FloatRange(min=0.1, max=100), default=1.0,
+              show_default=True, help="With --realtime: replay this many times faster "
+                                      "(for tests and demos).")
+@click.option("--raw-budget", default=None, metavar="SIZE",
+              help="Disk budget for raw clips, e.g. 2GB; the oldest clips already in memory "
+                   "are deleted above it. Default: no budget.")
+@click.option("--keep-raw", default=None, metavar="DURATION",
+              help="Delete raw clips older than this once in memory, e.g. 7d or 12h. "
+                   "Default: keep.")
+@click.option("--min-free", default="1GB", show_default=True, metavar="SIZE",
+              help="Refuse to start, and stop writing clips, below this much free disk.")
+@click.option("--max-pending", type=click.IntRange(min=1), default=120, show_default=True,
+              help="Bound of the ingestion queue (finished clips not yet in memory).")
+@click.option("--clip-seconds", type=click.FloatRange(min=2), default=30.0, show_default=True,
+              help="Length of a clip file (cut at the next keyframe when stream copying).")
+@click.option("--reencode", is_flag=True,
+              help="Encode the video (H.264) instead of stream copying it.")
+@click.option("--settle", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="With --watch: seconds a file must stay unchanged before it is read.")
+@click.pass_obj
+def record(state: _State, camera: str | None, url: str | None, watch: Path | None,
+           realtime: bool, speed: float, raw_budget: str | None, keep_raw: str | None,
+           min_free: str, max_pending: int, clip_seconds: float, reencode: bool,
+           settle: float) -> None:
+    """Record a camera, stream, file or folder into memory, unattended, until stopped.
+
+    \b
+    Capture writes 30 s clip files into <memory>.spool/ first; an ingestion worker turns
+    each finished clip into memory, so a slow model never drops footage. Restarting
+    resumes the clips not yet in memory. SIGTERM/SIGINT close the current clip and stop
+    after the clip being ingested. `edge status` shows how it is going.
+    """
+    from edge.capture import SourceSpec
+    from edge.record import Recorder, RecordError, RecordOptions
+    from edge.spool import spool_dir
+
+    given = [x for x in (camera, url, watch) if x is not None]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one source: --camera INDEX, --url URL|FILE or "
+                               "--watch DIR")
+    if camera is not None:
+        spec = SourceSpec("camera", str(camera))
+    elif watch is not None:
+        if not watch.is_dir():
+            raise click.BadParameter(f"{watch} is not a folder", param_hint="--watch")
+        spec = SourceSpec("watch", str(watch))
+    elif "://" in url:
+        spec = SourceSpec("stream", url)
+    else:
+        if not Path(url).is_file():
+            raise click.BadParameter(f"{url}: no such file (a stream needs a scheme such as "
+                                     "rtsp:// or http://)", param_hint="--url")
+        spec = SourceSpec("file", url, realtime=realtime, speed=speed)
+    if realtime and spec.kind != "file":
+        raise click.UsageError("--realtime applies to --url FILE only")
+    options = RecordOptions(
+        clip_seconds=clip_seconds, raw_budget=_size_option(raw_budget, "--raw-budget"),
+        keep_raw=_duration_option(keep_raw, "--keep-raw"),
+        min_free=_size_option(min_free, "--min-free") or 0, max_pending=max_pending,
+        reencode=reencode, settle=settle)
+    _record_logging(spool_dir(state.memory_path))
+    recorder = Recorder(state.memory_path, spec, options, hub_factory=state.hub)
+    try:
+        code = recorder.run()
+    except RecordError as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        recorder.state = "stopped"
+        recorder.write_status()
+        click.echo("Forced stop: finished clips are kept; the clip being ingested and the "
+                   "rest of the queue are ingested on the next start.", err=True)
+        raise SystemExit(130) from None
+    raise SystemExit(code)
+
+
+def _ago(t: float | None) -> str:
+    if not t:
+        return "-"
+    from humanfriendly import format_timespan
+
+    return f"{format_timespan(max(0.0, time.time() - t), max_units=2)} ago"
+
+
+@main.command()
+@_memory_options
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_obj
+def status(state: _State, as_json: bool) -> None:
+    """Is the recorder running? Its source, queue, lag, disk use and last error."""
+    from humanfriendly import format_size, format_timespan
+
+    from edge.record import recorder_status
+
+    s = recorder_status(state.memory_path)
+    stats = None
+    if state.memory_path.exists():
+        with _open_memory(state, create=False) as memory:
+            stats = memory.stats()
+    if as_json:
+        click.echo(json.dumps({"recorder": s, "memory": str(state.memory_path),
+                               "memory_stats": stats}, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"memory     {state.memory_path}"
+               + (f"  ({stats['clips']} clips, {stats['hours']:.2f} h, last ingest "
+                  f"{_ago(stats['last_ingest'])})" if stats else "  (not created yet)"))
+    if s is None:
+        click.echo("recorder   has never run for this memory; start it with "
+                   "`edge record --camera 0` (or --url URL, --watch DIR)")
+        return
+    shown_state = s["state"] if s["running"] or s["state"] in ("stopped", "failed") else (
+        f"not running (last state {s['state']}; it stopped without a clean shutdown)")
+    click.echo(f"recorder   {shown_state}, pid {s['pid']}, updated {_ago(s['updated_at'])}")
+    click.echo(f"source     {s['source']}")
+    click.echo(f"clips      {s['clips_recorded']} recorded this run, {s['clips_ingested']} in "
+               f"memory" + (f", ingesting {s['ingesting']}" if s.get("ingesting") else ""))
+    bp = "  BACK-PRESSURE" if s["backpressure"] else ""
+    click.echo(f"queue      {s['queue']}/{s['queue_capacity']} clips waiting for ingestion{bp}")
+    lag = s.get("lag_seconds")
+    click.echo(f"lag        {format_timespan(lag) if lag is not None else '-'} behind "
+               "the source")
+    d = s["disk"]
+    budget = format_size(d["raw_budget"]) if d["raw_budget"] else "no budget"
+    keep = format_timespan(d["keep_raw"]) if d["keep_raw"] else "kept"
+    free = format_size(d["free_bytes"]) if d["free_bytes"] is not None else "?"
+    click.echo(f"disk       raw clips {format_size(d['raw_bytes'])} in {d['raw_clips']} files "
+               f"({budget}, older ones {keep}); free {free} (floor "
+               f"{format_size(d['min_free'])}); {d['deleted_clips']} deleted")
+    if s.get("last_deletion"):
+        click.echo(f"deleted    {s['last_deletion']}")
+    click.echo(f"last error {s.get('last_error') or '-'}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
