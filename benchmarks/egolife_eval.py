@@ -4,15 +4,21 @@ Questions: ``benchmarks/egolife_day1_questions.json`` (EgoLifeQA record format p
 ``target_clips``: indices of the caption records holding the evidence). Memory: the day's
 caption file ingested with its own keys (built once into ``benchmarks/results/day1.db``).
 
-Retrieval metrics (no LLM, seconds per configuration):
+Configurations (MERIT Table 4/5 style ablation plus ours): ``caption`` (max-sim over the
+caption vector alone), ``keys`` (the four MERIT keys), ``keys+caption``, ``hybrid`` (keys
+fused with FTS5/BM25 by RRF), ``hybrid+decomp`` (MARQUIS sub-queries from the solver, each
+searched hybrid, fused by RRF; one LLM call per question even for retrieval).
+
+Retrieval metrics (seconds per configuration; ``hybrid+decomp`` needs the solver):
 - hit rate@Δ (MERIT): a target clip lies inside the retrieved anchors widened by ±Δ clips;
 - all-targets: every target clip inside that window;
 - R@5, R@10, nDCG@10 of the anchors against the target clips (``ir-measures``).
-Answering (``--answer``, one solver call per round, slow on CPU): accuracy on the choices,
-rounds, LLM calls and tokens per question.
+Answering (``--answer``, slow on CPU): for each configuration and each ``--delta``:
+accuracy on the choices, hit@Δ2 / all@Δ2 over every round's anchors, rounds, LLM calls,
+tokens in/out per question and seconds (median).
 
-    .venv/bin/python benchmarks/egolife_eval.py                  # retrieval table
-    .venv/bin/python benchmarks/egolife_eval.py --answer keys --limit 10 --rounds 1
+    .venv/bin/python benchmarks/egolife_eval.py                          # retrieval table
+    .venv/bin/python benchmarks/egolife_eval.py --answer keys hybrid --delta 0 2 --limit 20
 
 Writes ``benchmarks/results/egolife_eval.json`` and prints Markdown tables.
 """
@@ -35,8 +41,9 @@ from ir_measures import R, nDCG  # noqa: E402
 from edge.answer import ask  # noqa: E402
 from edge.captions import ingest_caption_file  # noqa: E402
 from edge.config import models_dir  # noqa: E402
+from edge.decompose import decompose  # noqa: E402
 from edge.ingest import file_sha256  # noqa: E402
-from edge.retrieval import hybrid_retrieve, max_sim_retrieve  # noqa: E402
+from edge.retrieval import multi_query_retrieve  # noqa: E402
 from edge.store import KEY_TYPES, Memory  # noqa: E402
 from edge.timeline import day_clock, egolife_time  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402
@@ -46,6 +53,8 @@ CONFIGS = {
     "keys": {"key_types": KEY_TYPES},
     "keys+caption": {"key_types": (*KEY_TYPES, "caption")},
     "hybrid": {"key_types": KEY_TYPES, "hybrid": True},
+    "hybrid+caption": {"key_types": (*KEY_TYPES, "caption"), "hybrid": True},
+    "hybrid+decomp": {"key_types": KEY_TYPES, "hybrid": True, "decompose": True},
 }
 DELTAS = (0, 1, 2, 4)
 
@@ -65,8 +74,12 @@ def main() -> int:
     ap.add_argument("--top-n", type=int, default=5)
     ap.add_argument("--answer", nargs="*", default=[], choices=list(CONFIGS),
                     help="also answer the questions with these configurations")
-    ap.add_argument("--delta", type=int, default=2, help="neighbor window Δ when answering")
+    ap.add_argument("--delta", type=int, nargs="+", default=[2],
+                    help="neighbor window(s) Δ when answering")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--loop", choices=["merit", "single"], default="merit")
+    ap.add_argument("--retrieval-configs", nargs="*", default=list(CONFIGS),
+                    choices=list(CONFIGS), help="configurations of the retrieval table")
     ap.add_argument("--limit", type=int, default=None, help="first N questions only")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/egolife_eval.json")
@@ -85,27 +98,32 @@ def main() -> int:
     out: dict = {"questions": len(questions), "top_n": args.top_n, "retrieval": {},
                  "answering": {}}
     rows = []
-    for name, cfg in CONFIGS.items():
+    def window_hits(anchor_idx: list[int], targets: set[int], d: int) -> tuple[bool, bool]:
+        window = {a + off for a in anchor_idx for off in range(-d, d + 1)}
+        return bool(targets & window), targets <= window
+
+    for name in args.retrieval_configs:
+        cfg = CONFIGS[name]
         hits = {d: 0 for d in DELTAS}
         all_hits = {d: 0 for d in DELTAS}
         run, qrels = [], []
         t0 = time.perf_counter()
         for q in questions:
             at = query_time(q)
-            vec = hub.embedder.embed_one(q["question"])
-            depth = 10
-            if cfg.get("hybrid"):
-                ranked = hybrid_retrieve(memory, q["question"], vec, top_n=depth,
-                                         key_types=cfg["key_types"], before=at)
-            else:
-                ranked = max_sim_retrieve(memory, vec, top_n=depth,
-                                          key_types=cfg["key_types"], before=at)
+            queries = [q["question"]]
+            if cfg.get("decompose"):
+                queries += decompose(hub.llm("solver"), q["question"],
+                                     choices=[q[f"choice_{c}"] for c in "abcd"])
+            vecs = list(hub.embedder.embed(queries))
+            ranked = multi_query_retrieve(memory, queries, vecs, top_n=10,
+                                          key_types=cfg["key_types"],
+                                          lexical=bool(cfg.get("hybrid")), before=at)
             anchors = [idx_of[s.clip_id] for s in ranked[: args.top_n]]
             targets = set(q["target_clips"])
             for d in DELTAS:
-                window = {a + off for a in anchors for off in range(-d, d + 1)}
-                hits[d] += bool(targets & window)
-                all_hits[d] += targets <= window
+                hit, every = window_hits(anchors, targets, d)
+                hits[d] += hit
+                all_hits[d] += every
             qid = q["ID"]
             qrels += [ir_measures.Qrel(qid, str(id_of[t]), 1) for t in targets]
             run += [ir_measures.ScoredDoc(qid, str(s.clip_id), float(s.score))
@@ -132,36 +150,51 @@ def main() -> int:
 
     for name in args.answer:
         cfg = CONFIGS[name]
-        correct, rounds, calls, tin, tout, secs = 0, [], [], [], [], []
-        for q in questions:
-            choices = [q[f"choice_{c}"] for c in "abcd"]
-            mark = hub.usage.mark()
-            res = ask(memory, hub, q["question"], at=query_time(q), top_n=args.top_n,
-                      delta=args.delta, max_rounds=args.rounds, key_types=cfg["key_types"],
-                      retrieval="hybrid" if cfg.get("hybrid") else "keys", choices=choices)
-            u = hub.usage.summary(mark)["llm"]
-            correct += res.answer == q["answer"]
-            rounds.append(len(res.rounds))
-            calls.append(u["calls"])
-            tin.append(u["tokens_in"])
-            tout.append(u["tokens_out"])
-            secs.append(res.seconds)
-            print(f"  {name} {q['ID']}: {res.answer} (truth {q['answer']}) "
-                  f"{res.seconds:.0f} s", file=sys.stderr, flush=True)
-        n = len(questions)
-        out["answering"][name] = {
-            "accuracy": round(correct / n, 3), "rounds_mean": round(statistics.mean(rounds), 2),
-            "calls_mean": round(statistics.mean(calls), 2),
-            "tokens_in_mean": round(statistics.mean(tin)), "tokens_out_mean":
-            round(statistics.mean(tout)), "seconds_median": round(statistics.median(secs), 1),
-            "delta": args.delta, "max_rounds": args.rounds, "profile": args.profile}
+        for delta in args.delta:
+            label = f"{name} Δ{delta}"
+            correct, hit2, all2 = 0, 0, 0
+            rounds, calls, tin, tout, secs = [], [], [], [], []
+            for q in questions:
+                choices = [q[f"choice_{c}"] for c in "abcd"]
+                mark = hub.usage.mark()
+                res = ask(memory, hub, q["question"], at=query_time(q), top_n=args.top_n,
+                          delta=delta, max_rounds=args.rounds, key_types=cfg["key_types"],
+                          retrieval="hybrid" if cfg.get("hybrid") else "keys",
+                          decompose=bool(cfg.get("decompose")), loop=args.loop,
+                          choices=choices)
+                u = hub.usage.summary(mark)["llm"]
+                correct += res.answer == q["answer"]
+                seen = [idx_of[a["clip_id"]] for r in res.rounds for a in r.anchors]
+                hit, every = window_hits(seen, set(q["target_clips"]), 2)
+                hit2 += hit
+                all2 += every
+                rounds.append(len(res.rounds))
+                calls.append(u["calls"])
+                tin.append(u["tokens_in"])
+                tout.append(u["tokens_out"])
+                secs.append(res.seconds)
+                print(f"  {label} {q['ID']}: {res.answer} (truth {q['answer']}) "
+                      f"{len(res.rounds)} rounds {u['calls']} calls {res.seconds:.0f} s",
+                      file=sys.stderr, flush=True)
+            n = len(questions)
+            out["answering"][label] = {
+                "accuracy": round(correct / n, 3), "hit@Δ2": round(hit2 / n, 3),
+                "all@Δ2": round(all2 / n, 3), "rounds_mean": round(statistics.mean(rounds), 2),
+                "calls_mean": round(statistics.mean(calls), 2),
+                "tokens_in_mean": round(statistics.mean(tin)),
+                "tokens_out_mean": round(statistics.mean(tout)),
+                "seconds_median": round(statistics.median(secs), 1), "delta": delta,
+                "max_rounds": args.rounds, "loop": args.loop, "profile": args.profile}
     if args.answer:
-        print(f"\nAnswering ({args.profile} profile, Δ={args.delta}, R≤{args.rounds}):\n")
-        print("| config | accuracy | rounds | LLM calls | tokens in | tokens out | s/question |")
-        print("|---|---|---|---|---|---|---|")
-        for name, r in out["answering"].items():
-            print(f"| {name} | {r['accuracy']} | {r['rounds_mean']} | {r['calls_mean']} "
-                  f"| {r['tokens_in_mean']} | {r['tokens_out_mean']} | {r['seconds_median']} |")
+        print(f"\nAnswering ({len(questions)} questions, {args.profile} profile, "
+              f"loop {args.loop}, R≤{args.rounds}, top-{args.top_n}):\n")
+        print("| config | accuracy | hit Δ2 | all Δ2 | rounds | LLM calls | tokens in "
+              "| tokens out | s/question |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for label, r in out["answering"].items():
+            print(f"| {label} | {r['accuracy']} | {r['hit@Δ2']} | {r['all@Δ2']} "
+                  f"| {r['rounds_mean']} | {r['calls_mean']} | {r['tokens_in_mean']} "
+                  f"| {r['tokens_out_mean']} | {r['seconds_median']} |")
     args.out.write_text(json.dumps(out, indent=2))
     print(f"\nwritten {args.out}")
     memory.close()

@@ -123,18 +123,32 @@ def _progress(total: float, unit: str, desc: str):
 @click.option("--start", default=None, metavar="TIME",
               help="Start time for files whose metadata has none, e.g. '2025-02-20 19:30' or "
                    "'DAY1 11:00' (later files follow back to back). Default: file mtime.")
+@click.option("--audio", "audio", default=None, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A separate audio recording of the (one) video given: its transcript is "
+                   "used instead of the video's own sound.")
+@click.option("--audio-offset", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="With --audio: how many seconds after the video's start the audio begins.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 @click.pass_obj
-def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: bool) -> None:
+def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Path | None,
+           audio_offset: float, as_json: bool) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
     from edge.ingest import IngestOptions, ingest_paths
     from edge.timeline import parse_moment
 
-    options = IngestOptions(start=parse_moment(start) if start else None)
+    options = IngestOptions(start=parse_moment(start) if start else None, audio=audio,
+                            audio_offset=audio_offset)
     for p in paths:
         if not p.exists():
             raise click.ClickException(f"{p}: no such file or folder")
+    if audio is not None and (len(paths) != 1 or paths[0].is_dir()):
+        raise click.ClickException("--audio belongs to one video: give exactly one video file "
+                                   "with it (not a folder or several files)")
+    if audio_offset and audio is None:
+        raise click.ClickException("--audio-offset only applies together with --audio FILE")
     bar = None
+    report = None
 
     def on_total(total: float) -> None:
         nonlocal bar
@@ -156,7 +170,8 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
         finally:
             if bar is not None:
                 bar.close()
-            memory.record_calls("ingest", hub.usage.records)
+            memory.record_calls("ingest", hub.usage.records,
+                                run_id=report.run_id if report is not None else None)
         stats = memory.stats()
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "memory": str(state.memory_path),
@@ -174,6 +189,11 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, as_json: b
         click.echo(line)
         for w in r.warnings:
             click.echo(f"     note: {w}")
+    if report.media_seconds > 0:
+        click.echo("stage        seconds    RTF  calls  tokens in/out")
+        for name, st in report.stages.items():
+            click.echo(f"  {name:10} {st['seconds']:8.1f} {st['rtf']:6.3f} {st['calls']:6} "
+                       f"{st['tokens_in']:>7}/{st['tokens_out']}")
     u = report.usage["llm"]
     failed = [r for r in report.results if r.status == "failed"]
     click.echo(f"{report.clips_added} clips added in {report.seconds:.1f} s; "
@@ -237,41 +257,88 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
 @click.option("--at", "at", default=None, metavar="TIME",
               help="When the question is asked ('DAY1 11:21', '2025-02-20 19:40'); only "
                    "earlier clips are used. Default: now.")
-@click.option("--top-n", type=click.IntRange(1, 50), default=5, show_default=True,
-              help="Anchor clips per round.")
+@click.option("--from", "from_", default=None, metavar="TIME",
+              help="Search only clips that end after this moment (same forms as --at).")
+@click.option("--to", "to", default=None, metavar="TIME",
+              help="Search only clips that end by this moment.")
+@click.option("--window/--no-window", "auto_window", default=True, show_default=True,
+              help="Read a time window the question names ('yesterday evening', "
+                   "'last night', 'DAY1 afternoon') and search inside it.")
+@click.option("--top-n", type=click.IntRange(1, 50), default=None,
+              help="Anchor clips per round [default: 10 for a solver with a ≥16k context, "
+                   "else 5].")
 @click.option("--delta", type=click.IntRange(0, 4), default=2, show_default=True,
               help="Neighbor window Δ (clips on each side).")
 @click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
               help="Most retrieval rounds R.")
 @click.option("--retrieval", type=click.Choice(["hybrid", "keys"]), default="hybrid",
               show_default=True,
-              help="hybrid: MERIT max-sim over the four keys fused (RRF, k=60) with BM25 over "
+              help="hybrid: MERIT max-sim over the keys (--keys) fused (RRF, k=60) with BM25 over "
                    "captions, transcripts and keys; keys: max-sim only.")
+@click.option("--keys", "key_types", default="event,dialogue,object,summary,caption",
+              show_default=True, metavar="TYPES",
+              help="Comma-separated vectors that vote in max-sim (MERIT keys and the caption).")
+@click.option("--loop", type=click.Choice(["merit", "single"]), default="merit",
+              show_default=True,
+              help="merit: per round a neighbor-filtering call and a sufficiency call, then "
+                   "one answer call; single: one call per round answers and decides "
+                   "(cheapest).")
 @click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
-              help="MERIT neighbor filtering: one more LLM call per round distils each "
-                   "anchor's ±Δ neighborhood to what is relevant.")
+              help="--loop single only: add MERIT neighbor filtering (one more call a round).")
+@click.option("--decompose", is_flag=True,
+              help="MARQUIS: split the question into sub-queries (one more LLM call) and fuse "
+                   "their rankings.")
+@click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
+              default="rrf", show_default=True, help="How sub-query rankings are fused.")
+@click.option("--rrf-k", type=click.IntRange(1, 1000), default=60, show_default=True,
+              help="K of reciprocal rank fusion (10, 60, 100 are usual).")
+@click.option("--frames/--no-frames", default=None,
+              help="Send anchor keyframes to a VLM solver with the final answer [default: "
+                   "only when the solver takes images and its backend allows frames].")
 @click.option("--choices", default=None, metavar="A|B|C|D",
               help="Multiple choice: options separated by '|'; the answer is one letter.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the answer, moments and usage as JSON.")
+              help="Print the answer, moments, rounds and usage as JSON.")
 @click.pass_obj
-def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, rounds: int,
-        retrieval: str, neighbor_filter: bool, choices: str | None, as_json: bool) -> None:
+def ask(state: _State, question: str, at: str | None, from_: str | None, to: str | None,
+        auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
+        key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
+        frames: bool | None, choices: str | None, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
-    from edge.timeline import parse_moment
+    from edge.store import INDEX_TYPES
+    from edge.timeline import TimeWindow, parse_moment
 
+    keys = tuple(dict.fromkeys(k.strip() for k in key_types.split(",") if k.strip()))
+    if not keys or set(keys) - set(INDEX_TYPES):
+        raise click.BadParameter(f"choose from {', '.join(INDEX_TYPES)}", param_hint="--keys")
     at_t = parse_moment(at) if at else None
+    window = None
+    if from_ or to:
+        start, end = (parse_moment(from_) if from_ else None), (parse_moment(to) if to else None)
+        if start is not None and end is not None and start >= end:
+            raise click.BadParameter("--from must be before --to", param_hint="--from")
+        window = TimeWindow(start, end, f"{from_ or '…'} to {to or '…'}")
     with _open_memory(state, create=False) as memory:
         hub = state.hub()
-        result = run_ask(memory, hub, question, at=at_t, top_n=top_n, delta=delta,
-                         max_rounds=rounds, retrieval=retrieval,
-                         neighbor_filter=neighbor_filter,
-                         choices=[c.strip() for c in choices.split("|")] if choices else None)
-        memory.record_calls("ask", hub.usage.records)
+        try:
+            result = run_ask(
+                memory, hub, question, at=at_t, window=window, auto_window=auto_window,
+                top_n=top_n, delta=delta, max_rounds=rounds, retrieval=retrieval,
+                key_types=keys, loop=loop,
+                neighbor_filter=neighbor_filter, decompose=decompose, fusion=fusion,
+                rrf_k=rrf_k, frames=frames,
+                choices=[c.strip() for c in choices.split("|")] if choices else None,
+                on_progress=None if as_json else _ask_progress)
+        finally:
+            memory.record_calls("ask", hub.usage.records)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return
+    if result.scope.get("label"):
+        click.echo(f"Searched {result.scope['label']}.")
+    if result.sub_queries:
+        click.echo("Sub-queries: " + "; ".join(result.sub_queries))
     answer = result.answer or "(no answer)"
     if result.extra.get("choices") and result.answer:
         answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
@@ -293,6 +360,14 @@ def ask(state: _State, question: str, at: str | None, top_n: int, delta: int, ro
         if len(excerpt) > EXCERPT:
             excerpt = excerpt[:EXCERPT].rstrip() + "…"
         click.echo(textwrap.indent(textwrap.fill(excerpt, width - 6), "     "))
+        if m.evidence:
+            click.echo(textwrap.indent(textwrap.fill(f"kept: {m.evidence}", width - 6),
+                                       "     "))
+
+
+def _ask_progress(line: str) -> None:
+    if sys.stderr.isatty():
+        click.echo(f"… {line}", err=True)
 
 
 # ---- stats, models, doctor ---------------------------------------------------------------
@@ -308,6 +383,7 @@ def stats(state: _State, as_json: bool) -> None:
         calls = memory.db.execute(
             "SELECT command, role, count(*), sum(tokens_in), sum(tokens_out), sum(seconds) "
             "FROM calls GROUP BY command, role ORDER BY command, role").fetchall()
+        s["ingest_cost"] = memory.stage_costs("ingest")
     s["calls"] = [dict(zip(("command", "role", "calls", "tokens_in", "tokens_out", "seconds"),
                            row)) for row in calls]
     if as_json:
@@ -323,6 +399,14 @@ def stats(state: _State, as_json: bool) -> None:
         click.echo(f"calls    {c['command']:16} {c['role']:12} {c['calls']:6} calls "
                    f"{c['tokens_in'] or 0:8} in {c['tokens_out'] or 0:7} out "
                    f"{c['seconds'] or 0:8.1f} s")
+    cost = s["ingest_cost"]
+    if cost["stages"]:
+        click.echo(f"ingest   {cost['runs']} run(s), {cost['clips_added']} clips, "
+                   f"{cost['hours']:.3f} h of footage processed")
+        for name, st in cost["stages"].items():
+            rtf = f"{st['rtf']:.3f}" if st["rtf"] is not None else "-"
+            click.echo(f"stage    {name:12} {st['seconds']:8.1f} s  RTF {rtf:>6}  "
+                       f"{st['calls']:6} calls {st['tokens_in']:8} in {st['tokens_out']:7} out")
 
 
 @main.group()
@@ -369,6 +453,193 @@ def doctor(state: _State) -> None:
         raise SystemExit(1)
 
 
+# ---- record, status ----------------------------------------------------------------------
+
+def _size_option(value: str | None, name: str) -> int | None:
+    from humanfriendly import InvalidSize, parse_size
+
+    if value is None or value.lower() in ("none", "off", "0"):
+        return None
+    try:
+        return int(parse_size(value))
+    except InvalidSize:
+        raise click.BadParameter(f"{value!r} is not a size; write e.g. 500MB, 2GB or 1.5GiB",
+                                 param_hint=name) from None
+
+
+def _duration_option(value: str | None, name: str) -> float | None:
+    from humanfriendly import InvalidTimespan, parse_timespan
+
+    if value is None or value.lower() in ("none", "off", "forever"):
+        return None
+    try:
+        return float(parse_timespan(value))
+    except InvalidTimespan:
+        raise click.BadParameter(f"{value!r} is not a duration; write e.g. 90m, 12h or 7d",
+                                 param_hint=name) from None
+
+
+def _record_logging(spool: Path) -> None:
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    log = logging.getLogger("edge.record")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
+    for h in list(log.handlers):
+        log.removeHandler(h)
+    err = logging.StreamHandler(sys.stderr)
+    err.setFormatter(fmt)
+    log.addHandler(err)
+    spool.mkdir(parents=True, exist_ok=True)
+    fh = RotatingFileHandler(spool / "record.log", maxBytes=5_000_000, backupCount=3)
+    fh.setFormatter(fmt)
+    log.addHandler(fh)
+
+
+@main.command()
+@_memory_options
+@click.option("--camera", default=None, metavar="INDEX",
+              help="Record a webcam: its index (0 = /dev/video0) or device name.")
+@click.option("--url", default=None, metavar="URL|FILE",
+              help="Record a network stream (rtsp://…, http://…) or replay a file.")
+@click.option("--watch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Record the files a camera writes into DIR.")
+@click.option("--realtime", is_flag=True,
+              help="With --url FILE: replay the file at real speed, as a live source.")
+@click.option("--speed", type=click.FloatRange(min=0.1, max=100), default=1.0,
+              show_default=True, help="With --realtime: replay this many times faster "
+                                      "(for tests and demos).")
+@click.option("--raw-budget", default=None, metavar="SIZE",
+              help="Disk budget for raw clips, e.g. 2GB; the oldest clips already in memory "
+                   "are deleted above it. Default: no budget.")
+@click.option("--keep-raw", default=None, metavar="DURATION",
+              help="Delete raw clips older than this once in memory, e.g. 7d or 12h. "
+                   "Default: keep.")
+@click.option("--min-free", default="1GB", show_default=True, metavar="SIZE",
+              help="Refuse to start, and stop writing clips, below this much free disk.")
+@click.option("--max-pending", type=click.IntRange(min=1), default=120, show_default=True,
+              help="Bound of the ingestion queue (finished clips not yet in memory).")
+@click.option("--clip-seconds", type=click.FloatRange(min=2), default=30.0, show_default=True,
+              help="Length of a clip file (cut at the next keyframe when stream copying).")
+@click.option("--reencode", is_flag=True,
+              help="Encode the video (H.264) instead of stream copying it.")
+@click.option("--settle", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="With --watch: seconds a file must stay unchanged before it is read.")
+@click.pass_obj
+def record(state: _State, camera: str | None, url: str | None, watch: Path | None,
+           realtime: bool, speed: float, raw_budget: str | None, keep_raw: str | None,
+           min_free: str, max_pending: int, clip_seconds: float, reencode: bool,
+           settle: float) -> None:
+    """Record a camera, stream, file or folder into memory, unattended, until stopped.
+
+    \b
+    Capture writes 30 s clip files into <memory>.spool/ first; an ingestion worker turns
+    each finished clip into memory, so a slow model never drops footage. Restarting
+    resumes the clips not yet in memory. SIGTERM/SIGINT close the current clip and stop
+    after the clip being ingested. `edge status` shows how it is going.
+    """
+    from edge.capture import SourceSpec
+    from edge.record import Recorder, RecordError, RecordOptions
+    from edge.spool import spool_dir
+
+    given = [x for x in (camera, url, watch) if x is not None]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one source: --camera INDEX, --url URL|FILE or "
+                               "--watch DIR")
+    if camera is not None:
+        spec = SourceSpec("camera", str(camera))
+    elif watch is not None:
+        if not watch.is_dir():
+            raise click.BadParameter(f"{watch} is not a folder", param_hint="--watch")
+        spec = SourceSpec("watch", str(watch))
+    elif "://" in url:
+        spec = SourceSpec("stream", url)
+    else:
+        if not Path(url).is_file():
+            raise click.BadParameter(f"{url}: no such file (a stream needs a scheme such as "
+                                     "rtsp:// or http://)", param_hint="--url")
+        spec = SourceSpec("file", url, realtime=realtime, speed=speed)
+    if realtime and spec.kind != "file":
+        raise click.UsageError("--realtime applies to --url FILE only")
+    options = RecordOptions(
+        clip_seconds=clip_seconds, raw_budget=_size_option(raw_budget, "--raw-budget"),
+        keep_raw=_duration_option(keep_raw, "--keep-raw"),
+        min_free=_size_option(min_free, "--min-free") or 0, max_pending=max_pending,
+        reencode=reencode, settle=settle)
+    _record_logging(spool_dir(state.memory_path))
+    recorder = Recorder(state.memory_path, spec, options, hub_factory=state.hub)
+    try:
+        code = recorder.run()
+    except RecordError as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        recorder.state = "stopped"
+        recorder.write_status()
+        click.echo("Forced stop: finished clips are kept; the clip being ingested and the "
+                   "rest of the queue are ingested on the next start.", err=True)
+        raise SystemExit(130) from None
+    raise SystemExit(code)
+
+
+def _ago(t: float | None) -> str:
+    if not t:
+        return "-"
+    from humanfriendly import format_timespan
+
+    return f"{format_timespan(max(0.0, time.time() - t), max_units=2)} ago"
+
+
+@main.command()
+@_memory_options
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_obj
+def status(state: _State, as_json: bool) -> None:
+    """Is the recorder running? Its source, queue, lag, disk use and last error."""
+    from humanfriendly import format_size, format_timespan
+
+    from edge.record import recorder_status
+
+    s = recorder_status(state.memory_path)
+    stats = None
+    if state.memory_path.exists():
+        with _open_memory(state, create=False) as memory:
+            stats = memory.stats()
+    if as_json:
+        click.echo(json.dumps({"recorder": s, "memory": str(state.memory_path),
+                               "memory_stats": stats}, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"memory     {state.memory_path}"
+               + (f"  ({stats['clips']} clips, {stats['hours']:.2f} h, last ingest "
+                  f"{_ago(stats['last_ingest'])})" if stats else "  (not created yet)"))
+    if s is None:
+        click.echo("recorder   has never run for this memory; start it with "
+                   "`edge record --camera 0` (or --url URL, --watch DIR)")
+        return
+    shown_state = s["state"] if s["running"] or s["state"] in ("stopped", "failed") else (
+        f"not running (last state {s['state']}; it stopped without a clean shutdown)")
+    click.echo(f"recorder   {shown_state}, pid {s['pid']}, updated {_ago(s['updated_at'])}")
+    click.echo(f"source     {s['source']}")
+    click.echo(f"clips      {s['clips_recorded']} recorded this run, {s['clips_ingested']} in "
+               f"memory" + (f", ingesting {s['ingesting']}" if s.get("ingesting") else ""))
+    bp = "  BACK-PRESSURE" if s["backpressure"] else ""
+    click.echo(f"queue      {s['queue']}/{s['queue_capacity']} clips waiting for ingestion{bp}")
+    lag = s.get("lag_seconds")
+    click.echo(f"lag        {format_timespan(lag) if lag is not None else '-'} behind "
+               "the source")
+    d = s["disk"]
+    budget = format_size(d["raw_budget"]) if d["raw_budget"] else "no budget"
+    keep = format_timespan(d["keep_raw"]) if d["keep_raw"] else "kept"
+    free = format_size(d["free_bytes"]) if d["free_bytes"] is not None else "?"
+    click.echo(f"disk       raw clips {format_size(d['raw_bytes'])} in {d['raw_clips']} files "
+               f"({budget}, older ones {keep}); free {free} (floor "
+               f"{format_size(d['min_free'])}); {d['deleted_clips']} deleted")
+    if s.get("last_deletion"):
+        click.echo(f"deleted    {s['last_deletion']}")
+    click.echo(f"last error {s.get('last_error') or '-'}")
+
+
 # ---- chat --------------------------------------------------------------------------------
 
 @main.command()
@@ -377,10 +648,12 @@ def doctor(state: _State) -> None:
               help="Neighbor window Δ (clips on each side) for answers and a clip's neighbors.")
 @click.option("--rounds", type=click.IntRange(1, 5), default=5, show_default=True,
               help="Most retrieval rounds R per question.")
+@click.option("--loop", type=click.Choice(["merit", "single"]), default="merit",
+              show_default=True, help="The answer loop, as in `edge ask --loop`.")
 @click.option("--filter/--no-filter", "neighbor_filter", default=False, show_default=True,
-              help="MERIT neighbor filtering (one more LLM call per round).")
+              help="--loop single only: add MERIT neighbor filtering (one more call a round).")
 @click.pass_obj
-def chat(state: _State, delta: int, rounds: int, neighbor_filter: bool) -> None:
+def chat(state: _State, delta: int, rounds: int, loop: str, neighbor_filter: bool) -> None:
     """Chat about your day in the terminal: ask, see cited moments, browse the timeline.
 
     Keys: Enter asks, Esc cancels, ctrl+t timeline, F1 help, ctrl+q quits.
@@ -388,7 +661,8 @@ def chat(state: _State, delta: int, rounds: int, neighbor_filter: bool) -> None:
     from tui.app import EdgeApp  # Textual loads only for this command
 
     EdgeApp(state.memory_path, state.hub(), delta=delta,
-            ask_options={"max_rounds": rounds, "neighbor_filter": neighbor_filter}).run()
+            ask_options={"max_rounds": rounds, "loop": loop,
+                         "neighbor_filter": neighbor_filter}).run()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -144,9 +144,11 @@ def iter_clips(
 ) -> Iterator[ClipSpan]:
     """Yield the clips of a source in order, each with frames sampled at ``fps``.
 
-    Decodes the video stream once. A file that ends early (truncated, corrupt tail) yields the
-    clips decoded so far and appends a note to ``warnings``; audio-only sources yield clips
-    without frames. Frames are BGR ``uint8``, at most ``max_side`` pixels on their long side.
+    Decodes the video stream once, packet by packet: a corrupt packet in the middle is skipped
+    (decoding goes on after it) and a file that ends early (truncated) yields the clips
+    decoded so far; both append a note to ``warnings``. Audio-only sources yield clips without
+    frames. Frames are BGR ``uint8``, turned upright by the display matrix (phone rotation)
+    and at most ``max_side`` pixels on their long side.
     """
     import av
 
@@ -163,28 +165,42 @@ def iter_clips(
     next_sample = 0.0
     origin: float | None = None
     last_t = 0.0
+    bad_packets, bad_from = 0, None
     with _open(info.path) as c:
         stream = c.streams.video[0]
         stream.thread_type = "AUTO"
         try:
-            for frame in c.decode(stream):
-                if frame.time is None:
+            for packet in c.demux(stream):
+                try:
+                    frames = packet.decode()
+                except (av.error.FFmpegError, ValueError):
+                    # corrupt bytes inside the file: skip this packet, keep decoding after it
+                    bad_packets += 1
+                    bad_from = last_t if bad_from is None else bad_from
                     continue
-                if origin is None:
-                    origin = float(frame.time)
-                t = float(frame.time) - origin
-                last_t = t
-                while current < len(spans) and t >= spans[current].end:
-                    yield spans[current]
-                    spans[current] = None  # type: ignore[call-overload]  # free the frames
-                    current += 1
+                for frame in frames:
+                    if frame.time is None:
+                        continue
+                    if origin is None:
+                        origin = float(frame.time)
+                    t = float(frame.time) - origin
+                    if t < last_t - 1e-6:
+                        continue  # a damaged timestamp jumping back: keep time monotonic
+                    last_t = t
+                    while current < len(spans) and t >= spans[current].end:
+                        yield spans[current]
+                        spans[current] = None  # type: ignore[call-overload]  # free the frames
+                        current += 1
+                    if current >= len(spans):
+                        break
+                    if t + 1e-6 >= next_sample:
+                        span = spans[current]
+                        img = downscale(upright(frame.to_ndarray(format="bgr24"),
+                                                frame_rotation(frame)), max_side)
+                        span.frames.append(Frame(round(t - span.start, 3), img))
+                        next_sample = math.floor(t / step + 1e-6) * step + step
                 if current >= len(spans):
                     break
-                if t + 1e-6 >= next_sample:
-                    span = spans[current]
-                    img = downscale(frame.to_ndarray(format="bgr24"), max_side)
-                    span.frames.append(Frame(round(t - span.start, 3), img))
-                    next_sample = math.floor(t / step + 1e-6) * step + step
         except (av.error.FFmpegError, ValueError) as e:
             if warnings is not None:
                 warnings.append(
@@ -192,6 +208,10 @@ def iter_clips(
                     f"({e.__class__.__name__}); the file looks truncated or corrupt, "
                     "clips up to that point were kept"
                 )
+    if bad_packets and warnings is not None:
+        warnings.append(
+            f"{shown(info.path.name)}: {bad_packets} corrupt video packet(s) skipped from "
+            f"{bad_from:.1f} s on; frames around them may be missing or damaged")
     for span in spans[current:]:
         if span is None:
             continue
@@ -200,6 +220,58 @@ def iter_clips(
         elif warnings is not None:
             warnings.append(f"{shown(info.path.name)}: no frames decoded after {last_t:.1f} s")
             break
+
+
+def frame_rotation(frame) -> int:
+    """Counter-clockwise degrees (0, 90, 180, 270) a decoded frame must turn to be shown
+    upright, from its display-matrix side data (phones write it instead of rotating pixels;
+    ``-metadata:s:v rotate=90`` in ffmpeg writes the same matrix)."""
+    try:
+        angle = float(getattr(frame, "rotation", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+    return int(round(angle / 90.0)) % 4 * 90
+
+
+def upright(image: np.ndarray, rotation: int) -> np.ndarray:
+    """``image`` turned ``rotation`` degrees counter-clockwise (as ffmpeg's autorotate does);
+    a ``(h, w, 3)`` frame becomes ``(w, h, 3)`` for 90 and 270."""
+    k = (rotation // 90) % 4
+    return np.ascontiguousarray(np.rot90(image, k)) if k else image
+
+
+AUDIO_TOLERANCE_SECONDS = 2.0
+AUDIO_TOLERANCE_FRACTION = 0.05
+
+
+def check_audio_alignment(video: MediaInfo, audio: MediaInfo, offset: float = 0.0) -> str:
+    """Check that a separate audio file fits a video's timeline.
+
+    The audio is placed at ``offset`` seconds after the video's start. Its end may differ from
+    the video's by at most ``max(2 s, 5 % of the video)``; more means it is probably not this
+    video's audio. Returns a note ("" when the two match closely) and raises
+    :class:`MediaError` when the audio has no audio stream or the durations mismatch badly.
+    """
+    if not audio.has_audio:
+        raise MediaError(f"{shown(audio.path)}: has no audio stream to transcribe; give "
+                         "--audio a file with sound (wav, mp3, m4a, or a video with audio)")
+    if offset < 0 or offset >= max(video.duration, 1e-9):
+        raise MediaError(f"--audio-offset {offset:g} s is outside the video "
+                         f"{shown(video.path.name)} (0 to {video.duration:.1f} s)")
+    gap = audio.duration + offset - video.duration
+    allowed = max(AUDIO_TOLERANCE_SECONDS, AUDIO_TOLERANCE_FRACTION * video.duration)
+    if abs(gap) > allowed:
+        raise MediaError(
+            f"{shown(audio.path.name)} is {audio.duration:.1f} s long (starting at "
+            f"{offset:g} s) but the video {shown(video.path.name)} is {video.duration:.1f} s: "
+            f"they differ by {abs(gap):.1f} s, more than the {allowed:.1f} s allowed. Check that "
+            "it is this video's audio; trim it, or give --audio-offset SECONDS when it starts "
+            "later than the video")
+    if abs(gap) > 0.5:
+        return (f"audio from {shown(audio.path.name)} ends {abs(gap):.1f} s "
+                f"{'after' if gap > 0 else 'before'} the video; speech outside the video is "
+                "dropped")
+    return ""
 
 
 def load_audio(path: Path) -> np.ndarray | None:

@@ -35,18 +35,19 @@ def max_sim_retrieve(
     top_n: int = 5,
     key_types: tuple[str, ...] = KEY_TYPES,
     before: float | None = None,
+    after: float | None = None,
 ) -> list[ScoredClip]:
     """Top-``top_n`` clips by max cosine over their keys (MERIT Eq. 6–7), best first.
 
     Args:
         query: a 384-d float32 unit vector. key_types: which keys vote (any subset of
             event/dialogue/object/summary, plus ``caption``).
-        before: timeline seconds; only clips that end by then are considered (applied
-            inside the KNN).
+        before, after: timeline seconds; only clips that end in ``(after, before]`` are
+            considered (applied inside the KNN as vec0 metadata constraints).
     """
     best: dict[int, ScoredClip] = {}
     for ktype in key_types:
-        for clip_id, sim in memory.knn_keys(query, ktype, top_n, before=before):
+        for clip_id, sim in memory.knn_keys(query, ktype, top_n, before=before, after=after):
             cur = best.get(clip_id)
             if cur is None or sim > cur.score:
                 best[clip_id] = ScoredClip(clip_id, sim, ktype)
@@ -76,15 +77,18 @@ def fts_query(text: str) -> str | None:
 
 
 def bm25_retrieve(memory: Memory, query: str, *, top_n: int = 5,
-                  before: float | None = None) -> list[ScoredClip]:
-    """Top-``top_n`` clips by BM25 over captions, transcripts and keys (FTS5), best first.
+                  before: float | None = None, after: float | None = None
+                  ) -> list[ScoredClip]:
+    """Top-``top_n`` clips by BM25 over captions, transcripts and keys (FTS5), best first,
+    among clips that end in ``(after, before]``.
 
     ``score`` is the BM25 score (positive, unbounded), ``key_type`` is ``"bm25"``.
     """
     match = fts_query(query)
     if match is None:
         return []
-    return [ScoredClip(cid, score, "bm25") for cid, score in memory.bm25(match, top_n, before)]
+    return [ScoredClip(cid, score, "bm25")
+            for cid, score in memory.bm25(match, top_n, before, after)]
 
 
 def fuse(
@@ -98,7 +102,8 @@ def fuse(
     """Fuse ranked lists of clips into one, best first (MARQUIS rank fusion).
 
     - ``rrf``: Σ 1/(k + rank) over the lists a clip appears in (rank from 1; k = 10/60/100);
-    - ``wrrf``: Σ wᵢ/(k + rank), ``weights`` one per list;
+    - ``wrrf``: Σ w/(k + rank) where w is the entry's own similarity score (MARQUIS §3.1),
+      or, when ``weights`` are given, one weight per list;
     - ``max`` / ``sum`` / ``mean``: of the clip's scores across lists (mean over the lists
       it appears in). Use these only on comparable scores (e.g. cosine from sub-queries).
 
@@ -107,16 +112,17 @@ def fuse(
     """
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")
-    if method == "wrrf":
-        if weights is None or len(weights) != len(ranked_lists):
-            raise ValueError("wrrf needs one weight per ranked list")
-    w = list(weights) if weights is not None else [1.0] * len(ranked_lists)
+    if weights is not None and len(weights) != len(ranked_lists):
+        raise ValueError("weights need one weight per ranked list")
+    w = list(weights) if weights is not None else None
     scores: dict[int, list[float]] = {}
     best: dict[int, tuple[float, str]] = {}
     for li, ranked in enumerate(ranked_lists):
         for rank, item in enumerate(ranked, start=1):
-            if method in ("rrf", "wrrf"):
-                contrib = (w[li] if method == "wrrf" else 1.0) / (k + rank)
+            if method == "rrf":
+                contrib = 1.0 / (k + rank)
+            elif method == "wrrf":
+                contrib = (w[li] if w is not None else item.score) / (k + rank)
             else:
                 contrib = item.score
             scores.setdefault(item.clip_id, []).append(contrib)
@@ -131,13 +137,48 @@ def fuse(
 
 def hybrid_retrieve(memory: Memory, query: str, query_vec: np.ndarray, *, top_n: int = 5,
                     key_types: tuple[str, ...] = KEY_TYPES, before: float | None = None,
-                    k: int = 60, depth: int = 4) -> list[ScoredClip]:
+                    after: float | None = None, k: int = 60, depth: int = 4
+                    ) -> list[ScoredClip]:
     """MERIT max-sim over keys fused by RRF with BM25 over FTS5; each list is taken
     ``depth``×``top_n`` deep before fusing. Scores are RRF scores."""
     dense = max_sim_retrieve(memory, query_vec, top_n=top_n * depth, key_types=key_types,
-                             before=before)
-    lexical = bm25_retrieve(memory, query, top_n=top_n * depth, before=before)
+                             before=before, after=after)
+    lexical = bm25_retrieve(memory, query, top_n=top_n * depth, before=before, after=after)
     return fuse([dense, lexical], method="rrf", k=k, top_n=top_n)
+
+
+def multi_query_retrieve(
+    memory: Memory,
+    queries: Sequence[str],
+    query_vecs: Sequence[np.ndarray],
+    *,
+    top_n: int = 5,
+    key_types: tuple[str, ...] = KEY_TYPES,
+    lexical: bool = True,
+    fusion: str = "rrf",
+    k: int = 60,
+    before: float | None = None,
+    after: float | None = None,
+    depth: int = 4,
+) -> list[ScoredClip]:
+    """Retrieve for each query (the question and its sub-queries, MARQUIS §3.1) and fuse
+    the ranked lists with ``fusion`` (see :func:`fuse`). Each list is ``depth``×``top_n``
+    deep; it is hybrid (:func:`hybrid_retrieve`) when ``lexical`` else max-sim. One query is
+    just that query's retrieval. ``query_vecs``: one 384-d unit vector per query."""
+    if len(queries) != len(query_vecs) or not queries:
+        raise ValueError("one vector per query, at least one query")
+    lists = []
+    for q, v in zip(queries, query_vecs):
+        n = top_n if len(queries) == 1 else top_n * depth
+        if lexical:
+            lists.append(hybrid_retrieve(memory, q, v, top_n=n, key_types=key_types,
+                                         before=before, after=after, k=k, depth=depth))
+        else:
+            lists.append(max_sim_retrieve(memory, v, top_n=n, key_types=key_types,
+                                          before=before, after=after))
+    if len(lists) == 1:
+        return lists[0]
+    return fuse(lists, method=fusion, k=k, top_n=top_n)
 
 
 @dataclass

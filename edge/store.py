@@ -146,9 +146,37 @@ def _m002_clip_text_fts(db) -> None:
     )
 
 
+def _m004_runs(db) -> None:
+    """Cost accounting per run (issue 3 item 6): wall seconds per ingest stage and the
+    seconds of footage processed, so ``edge stats`` can report real-time factors; calls gain
+    the run they belong to (NULL for calls stored before this migration)."""
+    db.execute(
+        """
+        CREATE TABLE runs(
+            id INTEGER PRIMARY KEY,
+            command TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            seconds REAL NOT NULL,            -- wall-clock seconds of the whole run
+            media_seconds REAL NOT NULL,      -- footage processed (clips added), seconds
+            clips_added INTEGER NOT NULL,
+            sources INTEGER NOT NULL,         -- inputs seen (ingested, resumed, skipped, failed)
+            status TEXT NOT NULL              -- done | interrupted | failed
+        );
+        CREATE TABLE run_stages(
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            stage TEXT NOT NULL,              -- load | decode | asr | caption | memory_llm | ...
+            seconds REAL NOT NULL,
+            PRIMARY KEY(run_id, stage)
+        );
+        ALTER TABLE calls ADD COLUMN run_id INTEGER;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
+    ("m004_runs", _m004_runs),
 ]
 
 
@@ -227,7 +255,10 @@ class Memory:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR): a
+            # second ROLLBACK would fail and hide the error that matters.
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
@@ -391,12 +422,13 @@ class Memory:
 
     # -- vectors
     def knn_keys(self, query: np.ndarray, key_type: str, k: int,
-                 before: float | None = None) -> list[tuple[int, float]]:
+                 before: float | None = None, after: float | None = None
+                 ) -> list[tuple[int, float]]:
         """Top-``k`` ``(clip_id, cosine similarity)`` for one key type, best first.
 
-        The time scope (``clip_end <= before``) is applied inside the KNN as a vec0 metadata
-        constraint, so it never drops results after the top-k was cut. ``k`` is capped at
-        4096 (sqlite-vec's limit).
+        The time scope (``after < clip_end <= before``, timeline seconds, either open) is
+        applied inside the KNN as vec0 metadata constraints, so it never drops results after
+        the top-k was cut. ``k`` is capped at 4096 (sqlite-vec's limit).
         """
         k = max(1, min(int(k), 4096))
         q = np.asarray(query, dtype=np.float32).tobytes()
@@ -406,6 +438,9 @@ class Memory:
         if before is not None:
             sql += " AND v.clip_end <= ?"
             args.append(float(before))
+        if after is not None:
+            sql += " AND v.clip_end > ?"
+            args.append(float(after))
         hits = list(self.db.execute(sql, args))
         if not hits:
             return []
@@ -414,12 +449,12 @@ class Memory:
             f"SELECT id, clip_id FROM keys WHERE id IN ({marks})", [h[0] for h in hits]))
         return [(owner[kid], 1.0 - float(dist)) for kid, dist in hits]
 
-    def count_clips(self, before: float | None = None) -> int:
-        """Clips that end by ``before`` (timeline seconds), or all clips."""
-        if before is None:
-            return self.db.execute("SELECT count(*) FROM clips").fetchone()[0]
-        return self.db.execute("SELECT count(*) FROM clips WHERE t_end <= ?",
-                               (float(before),)).fetchone()[0]
+    def count_clips(self, before: float | None = None, after: float | None = None) -> int:
+        """Clips that end in ``(after, before]`` (timeline seconds, either open)."""
+        return self.db.execute(
+            "SELECT count(*) FROM clips WHERE (? IS NULL OR t_end <= ?)"
+            " AND (? IS NULL OR t_end > ?)",
+            (before, before, after, after)).fetchone()[0]
 
     def find_clip(self, t_start: float, t_end: float, caption: str) -> int | None:
         """The id of a stored clip with exactly these times and caption, from any source."""
@@ -428,30 +463,76 @@ class Memory:
             (t_start, t_end, caption)).fetchone()
         return row[0] if row else None
 
-    def bm25(self, match: str, k: int, before: float | None = None) -> list[tuple[int, float]]:
+    def bm25(self, match: str, k: int, before: float | None = None,
+             after: float | None = None) -> list[tuple[int, float]]:
         """Top-``k`` ``(clip_id, BM25 score)`` for an FTS5 ``match`` expression, best first
-        (scores are positive; larger is better). The time scope is part of the same query, so
-        it applies before the top-k cut."""
+        (scores are positive; larger is better). The time scope (clips ending in
+        ``(after, before]``) is part of the same query, so it applies before the top-k cut."""
         sql = ("SELECT t.rowid, -bm25(clip_text) AS score FROM clip_text t "
                "JOIN clips c ON c.id = t.rowid WHERE clip_text MATCH ?")
         args: list = [match]
         if before is not None:
             sql += " AND c.t_end <= ?"
             args.append(float(before))
+        if after is not None:
+            sql += " AND c.t_end > ?"
+            args.append(float(after))
         sql += " ORDER BY score DESC, t.rowid LIMIT ?"
         args.append(int(k))
         return [(cid, float(score)) for cid, score in self.db.execute(sql, args)]
 
     # -- accounting and stats
-    def record_calls(self, command: str, records: Iterable) -> None:
-        """Persist model call records (``models.CallRecord``) under ``command``."""
+    def record_calls(self, command: str, records: Iterable, run_id: int | None = None) -> None:
+        """Persist model call records (``models.CallRecord``) under ``command`` (and the
+        ``runs`` row they belong to, when known)."""
         now = time.time()
         with self._write():
             for r in records:
                 self.db.execute(
-                    "INSERT INTO calls(at, command, role, model, tokens_in, tokens_out, seconds)"
-                    " VALUES(?,?,?,?,?,?,?)",
-                    (now, command, r.role, r.model, r.tokens_in, r.tokens_out, r.seconds))
+                    "INSERT INTO calls(at, command, role, model, tokens_in, tokens_out, seconds,"
+                    " run_id) VALUES(?,?,?,?,?,?,?,?)",
+                    (now, command, r.role, r.model, r.tokens_in, r.tokens_out, r.seconds,
+                     run_id))
+
+    def add_run(self, *, command: str, started_at: float, seconds: float,
+                media_seconds: float, clips_added: int, sources: int, status: str,
+                stages: dict[str, float]) -> int:
+        """Record one run (an ingest) and its wall seconds per stage in one transaction;
+        returns the run id. ``started_at`` is Unix seconds; the rest are seconds."""
+        with self._write():
+            self.db.execute(
+                "INSERT INTO runs(command, started_at, seconds, media_seconds, clips_added,"
+                " sources, status) VALUES(?,?,?,?,?,?,?)",
+                (command, started_at, seconds, media_seconds, clips_added, sources, status))
+            run_id = self.db.last_insert_rowid()
+            for stage, secs in stages.items():
+                self.db.execute("INSERT INTO run_stages(run_id, stage, seconds) VALUES(?,?,?)",
+                                (run_id, stage, float(secs)))
+            return run_id
+
+    def stage_costs(self, command: str = "ingest") -> dict:
+        """Totals over every recorded run of ``command``: ``runs``, ``clips_added``,
+        ``media_seconds``, ``hours`` and ``stages`` — per stage ``seconds``, ``rtf`` (stage
+        seconds / footage seconds) and the calls and tokens of its model roles (calls linked
+        to those runs). Empty ``stages`` when nothing was recorded."""
+        from edge.stages import stage_report
+
+        q = self.db.execute
+        runs, clips, media = q(
+            "SELECT count(*), coalesce(sum(clips_added), 0), coalesce(sum(media_seconds), 0)"
+            " FROM runs WHERE command = ?", (command,)).fetchone()
+        seconds = dict(q(
+            "SELECT s.stage, sum(s.seconds) FROM run_stages s JOIN runs r ON r.id = s.run_id"
+            " WHERE r.command = ? GROUP BY s.stage", (command,)))
+        by_role = {
+            role: {"calls": n, "tokens_in": tin or 0, "tokens_out": tout or 0}
+            for role, n, tin, tout in q(
+                "SELECT c.role, count(*), sum(c.tokens_in), sum(c.tokens_out) FROM calls c"
+                " JOIN runs r ON r.id = c.run_id WHERE r.command = ? GROUP BY c.role",
+                (command,))}
+        return {"runs": runs, "clips_added": clips, "media_seconds": round(media, 3),
+                "hours": round(media / 3600.0, 4),
+                "stages": stage_report(seconds, media, by_role)}
 
     def stats(self) -> dict:
         """Counts: sources, clips, keys, hours covered, days, last ingest time."""

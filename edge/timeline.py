@@ -12,7 +12,9 @@ timeline second its day starts at. Two clocks share it:
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from datetime import time as dtime
 
 DAY_CLOCK_RE = re.compile(
     r"^\s*DAY\s*(\d+)(?:[\s_T]+(\d{1,2}):?(\d{2})(?::?(\d{2})(?:[.:]?(\d{1,2}))?)?)?\s*$",
@@ -97,3 +99,85 @@ def parse_moment(text: str, *, now: float | None = None) -> float:
     if dt.tzinfo is None:
         dt = dt.astimezone()
     return dt.timestamp()
+
+
+PARTS_OF_DAY = {
+    "morning": (5, 12), "noon": (11, 14), "afternoon": (12, 18), "evening": (17, 22),
+    "night": (19, 24),
+}
+"""Hours ``[from, to)`` of the parts of a day a question may name."""
+
+_PART = r"(morning|noon|afternoon|evening|night)"
+_WINDOW_RES = [  # (pattern, day offset from the question's day or None for "the day named")
+    (re.compile(r"\blast\s+night\b", re.I), -1, "night"),
+    (re.compile(r"\btonight\b", re.I), 0, "night"),
+    (re.compile(rf"\byesterday(?:\s+(?:in\s+the\s+)?{_PART})?\b", re.I), -1, None),
+    (re.compile(rf"\b(?:this|today)\s+{_PART}\b", re.I), 0, None),
+    (re.compile(r"\b(?:earlier\s+)?today\b", re.I), 0, None),
+    (re.compile(rf"\bDAY\s*(\d+)(?:\s+(?:in\s+the\s+)?{_PART})?\b", re.I), None, None),
+    (re.compile(rf"\b(?:in\s+the|around|at|during\s+the|the)\s+{_PART}\b", re.I), 0, None),
+]
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """A span of the timeline a question is about: clips that end in ``(start, end]``
+    (timeline seconds; ``None`` = open). ``label`` says it in words, e.g. ``DAY1 afternoon``."""
+
+    start: float | None
+    end: float | None
+    label: str
+
+    def clip(self, before: float | None) -> TimeWindow:
+        """This window cut at the question time ``before`` (clips must end by then)."""
+        if before is None or (self.end is not None and self.end <= before):
+            return self
+        return TimeWindow(self.start, before, self.label)
+
+
+def _day_bounds(t: float, offset: int, clock: str) -> tuple[str, float, float]:
+    """Label, start and end (timeline seconds) of the day ``offset`` days from ``t``'s."""
+    if clock == "dayclock":
+        n = int(t // 86400) + offset
+        return f"DAY{n + 1}", n * 86400.0, (n + 1) * 86400.0
+    local = datetime.fromtimestamp(t).astimezone()
+    date = local.date() + timedelta(days=offset)
+    start = datetime.combine(date, dtime(0), local.tzinfo).astimezone()
+    end = datetime.combine(date + timedelta(days=1), dtime(0), local.tzinfo).astimezone()
+    return date.isoformat(), start.timestamp(), end.timestamp()
+
+
+def window_from_question(question: str, at: float, clock: str | None = None
+                         ) -> TimeWindow | None:
+    """The day / part of day a question names, relative to the question time ``at``.
+
+    Reads "yesterday", "last night", "this morning", "today", "yesterday afternoon",
+    "DAY2 evening", "around noon", "in the evening" (parts of day: :data:`PARTS_OF_DAY`);
+    ``None`` when the question names no time. The window ends at ``at`` at the latest.
+    Only the first phrase found counts.
+    """
+    clock = clock or guess_clock(at)
+    for pattern, offset, fixed_part in _WINDOW_RES:
+        m = pattern.search(question)
+        if not m:
+            continue
+        groups = [g for g in m.groups() if g]
+        if offset is None:  # DAYn names the day itself
+            if clock != "dayclock":
+                continue
+            day_n = int(groups[0])
+            label, d0, d1 = _day_bounds(day_clock(day_n, 0), 0, clock)
+            part = groups[1].lower() if len(groups) > 1 else None
+        else:
+            label, d0, d1 = _day_bounds(at, offset, clock)
+            part = fixed_part or (groups[-1].lower() if groups else None)
+        if part:
+            h0, h1 = PARTS_OF_DAY[part]
+            start, end = d0 + h0 * 3600, min(d1, d0 + h1 * 3600)
+            label = f"{label} {part}"
+        else:
+            start, end = d0, d1
+        if start >= at:
+            return None  # a time after the question is no scope at all
+        return TimeWindow(start, end, label).clip(at)
+    return None

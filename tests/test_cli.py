@@ -74,7 +74,7 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     out = json.loads(r.output[r.output.index("{"):])
     assert out["source"]["clips_added"] == 30 and out["memory_stats"]["clips"] == 30
     r = run("ask", "--memory", mem, "--at", "DAY1 11:21", "--rounds", "1", "--json",
-            "--retrieval", "hybrid", "--choices", "Tasha|Alice|Shure|Lucia",
+            "--retrieval", "hybrid", "--loop", "single", "--choices", "Tasha|Alice|Shure|Lucia",
             "Who used the screwdriver first?")
     assert r.exit_code == 0, r.output
     out = json.loads(r.output[r.output.index("{"):])

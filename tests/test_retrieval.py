@@ -69,7 +69,16 @@ def test_weighted_rrf_can_prefer_one_list():
     fused = fuse([a, b], method="wrrf", k=60, weights=[0.2, 1.0])
     assert fused[0].clip_id == 3  # 0.2/63 + 1/61 beats 0.2/61 + 1/62
     with pytest.raises(ValueError, match="one weight per"):
-        fuse([a, b], method="wrrf")
+        fuse([a, b], method="wrrf", weights=[1.0])
+
+
+def test_weighted_rrf_weights_each_rank_by_its_similarity():
+    a, b = _lists()  # MARQUIS §3.1: Σ s(v, q_i) / (k + rank)
+    fused = fuse([a, b], method="wrrf", k=60)
+    expect = {1: 0.9 / 61 + 0.5 / 62, 2: 0.8 / 62, 3: 0.1 / 63 + 0.95 / 61}
+    assert [s.clip_id for s in fused] == [1, 3, 2]
+    for s in fused:
+        assert s.score == pytest.approx(expect[s.clip_id])
 
 
 @pytest.mark.parametrize("method, order, top", [

@@ -88,6 +88,17 @@ def test_time_scope_is_applied_inside_the_knn(memory):
     assert [cid - 1 for cid, _ in got] == list(np.argsort(-sims)[:10])
 
 
+def test_a_time_window_is_applied_inside_the_knn(memory):
+    vecs = _fill(memory, 200)
+    q = vecs[150, 0]
+    after, before = 36000 + 30 * 40, 36000 + 30 * 100  # clips 40..99 end in (after, before]
+    got = memory.knn_keys(q, "event", 10, before=before, after=after)
+    assert len(got) == 10 and all(40 <= cid - 1 < 100 for cid, _ in got)
+    sims = vecs[40:100, 0] @ q
+    assert [cid - 1 - 40 for cid, _ in got] == list(np.argsort(-sims)[:10])
+    assert memory.count_clips(before=before, after=after) == 60
+
+
 def test_max_sim_retrieval_matches_numpy_reference(memory):
     vecs = _fill(memory, 250, seed=3)
     q = _unit(np.random.default_rng(11), 1)[0]

@@ -7,6 +7,7 @@ from edge.timeline import (
     format_moment,
     guess_clock,
     parse_moment,
+    window_from_question,
 )
 
 
@@ -46,3 +47,35 @@ def test_format_round_trips_on_both_clocks():
     w = parse_moment("2025-02-20 19:30:52")
     assert guess_clock(w) == "wall"
     assert format_moment(w, *day_of(w)) == "2025-02-20 19:30:52"
+
+
+@pytest.mark.parametrize("question, at, label, hours", [
+    ("Last night, how many glasses did I carry?", "DAY2 10:50", "DAY1 night", (19, 24)),
+    ("Yesterday evening, what did we decide?", "DAY2 12:05", "DAY1 evening", (17, 22)),
+    ("What did Katrina plan yesterday?", "DAY2 11:10", "DAY1", (0, 24)),
+    ("Who did I hand a cable to around noon?", "DAY1 12:30", "DAY1 noon", (11, 12.5)),
+    ("What did I eat this morning?", "DAY3 15:00", "DAY3 morning", (5, 12)),
+    ("What happened on DAY1 in the afternoon?", "DAY3 15:00", "DAY1 afternoon", (12, 18)),
+])
+def test_a_question_names_its_time_window(question, at, label, hours):
+    t = parse_moment(at)
+    w = window_from_question(question, t)
+    day0 = (int(label.split()[0][3:]) - 1) * 86400.0
+    assert w.label == label
+    assert (w.start, w.end) == (day0 + hours[0] * 3600, day0 + hours[1] * 3600)
+
+
+def test_no_window_without_a_time_phrase_or_after_the_question():
+    t = parse_moment("DAY1 11:00")
+    assert window_from_question("Who used the screwdriver first?", t) is None
+    assert window_from_question("What did I do this evening?", t) is None
+
+
+def test_wall_clock_yesterday_is_the_previous_local_date():
+    from datetime import datetime, timedelta
+
+    now = datetime(2026, 3, 10, 15, 0).astimezone()
+    w = window_from_question("what did I cook yesterday afternoon?", now.timestamp())
+    y = now - timedelta(days=1)
+    assert w.label == f"{y.date().isoformat()} afternoon"
+    assert w.start == y.replace(hour=12).timestamp() and w.end == y.replace(hour=18).timestamp()

@@ -39,7 +39,7 @@ from tui.widgets.first_run import FirstRun  # noqa: E402
 from tui.widgets.status_bar import StatusBar  # noqa: E402
 
 SIZE = (130, 40)
-ASK = {"max_rounds": 1, "top_n": 3}  # one solver call per question keeps the tests short
+ASK = {"max_rounds": 1, "top_n": 3, "loop": "single"}  # one solver call a question
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_escape_cancels_a_running_question_at_once(day, hub):
 
     async def go():
         # one anchor, no neighbors: the solver call that may start before Esc is short
-        app = EdgeApp(path, hub, delta=0, ask_options={"max_rounds": 1, "top_n": 1})
+        app = EdgeApp(path, hub, delta=0, ask_options={**ASK, "top_n": 1})
         async with app.run_test(size=SIZE) as pilot:
             chat = app.screen
             # 1. The worker is stuck behind a previous question's model call (the test holds

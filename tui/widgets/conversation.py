@@ -33,6 +33,8 @@ class Conversation(VerticalScroll):
             t.append(f"\nNote: {answer.note}", style="yellow")
         u = answer.usage["llm"]
         cited = sum(m.cited for m in answer.moments)
+        if answer.scope.get("label"):
+            t.append(f"\nsearched {answer.scope['label']}", style="dim")
         t.append(f"\n{len(answer.rounds)} round(s) · {u['calls']} LLM call(s) · "
                  f"{u['tokens_in']}→{u['tokens_out']} tokens · {answer.seconds:.1f} s · "
                  f"{cited} cited, {len(answer.moments)} moment(s)", style="dim")

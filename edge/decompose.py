@@ -1,0 +1,57 @@
+"""Query decomposition (MARQUIS §3.1): one solver call splits a question into atomic
+sub-queries — short search phrases, each about one retrievable fact — which are searched
+separately next to the question itself and fused (:func:`edge.retrieval.multi_query_retrieve`).
+
+A question about a single fact needs no decomposition; the model may return one sub-query
+then, or an empty list, and retrieval degrades to the question alone.
+"""
+
+from __future__ import annotations
+
+from models.llm import ContextOverflowError, LLMOutputError
+
+DECOMPOSE_PROMPT = """You turn a question about a person's day into search phrases for \
+their video memory notes. Split the question into at most {n} atomic search phrases, each \
+about ONE thing to find (an action, a person, an object, something said), 3-10 words, \
+keeping names and objects exactly as written. Do not answer the question. Reply with a JSON \
+object {{"queries": [...]}}."""
+
+
+def decompose_schema(max_queries: int) -> dict:
+    """``{"queries": [str, …]}`` with 0…``max_queries`` phrases of ≤ 120 characters."""
+    return {
+        "type": "object",
+        "properties": {"queries": {"type": "array", "maxItems": max_queries,
+                                   "items": {"type": "string", "maxLength": 120}}},
+        "required": ["queries"],
+        "additionalProperties": False,
+    }
+
+
+def decompose(llm, question: str, *, max_queries: int = 3,
+              choices: list[str] | None = None) -> list[str]:
+    """Atomic sub-queries of ``question``, deduplicated, the question itself excluded.
+
+    One schema-constrained call to ``llm`` (the solver role). Multiple-choice options are
+    shown so phrases can name what the choices mention. Returns ``[]`` — and retrieval uses
+    the question alone — when the reply is unusable after the backend's one repair
+    (:class:`~models.llm.LLMOutputError`) or the question does not fit the context; both
+    are normal degradations, not errors.
+    """
+    options = "".join(f"\n- {c}" for c in choices or [])
+    user = f"Question: {question}" + (f"\nPossible answers:{options}" if options else "")
+    messages = [{"role": "system", "content": DECOMPOSE_PROMPT.format(n=max_queries)},
+                {"role": "user", "content": user}]
+    try:
+        reply = llm.chat_json(messages, role="solver", schema=decompose_schema(max_queries),
+                              max_tokens=40 * max_queries + 20)
+    except (LLMOutputError, ContextOverflowError):
+        return []
+    seen = {question.strip().lower()}
+    out = []
+    for q in reply["queries"]:
+        q = " ".join(q.split())
+        if q and q.lower() not in seen:
+            seen.add(q.lower())
+            out.append(q)
+    return out[:max_queries]
