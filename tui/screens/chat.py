@@ -51,6 +51,7 @@ class ChatScreen(Screen):
         self._lines: list[str] = []
         self._started = 0.0
         self.last_answer = None  # the edge.answer.Answer shown last
+        self._ticker = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -104,6 +105,7 @@ class ChatScreen(Screen):
         self._pending = conv.say(Text("thinking…", style="italic"), "pending")
         self._ask_id += 1
         self._worker = self._ask(self._ask_id, question)
+        self._ticker = self.set_interval(1.0, self._show_progress)
 
     @work(thread=True, group="ask", exit_on_error=False)
     def _ask(self, ask_id: int, question: str) -> None:
@@ -143,17 +145,30 @@ class ChatScreen(Screen):
         if message.ask_id != self._ask_id or self._pending is None:
             return
         self._lines.append(message.line)
+        self._show_progress()
+        self.query_one(Conversation).scroll_end(animate=False)
+
+    def _show_progress(self) -> None:
+        """The pending turn: the last progress lines and the seconds so far (every second,
+        so a long model call visibly runs)."""
+        if self._pending is None:
+            return
         secs = time.monotonic() - self._started
-        text = Text("\n".join(self._lines[-6:]), style="italic")
+        text = Text("\n".join(self._lines[-6:]) or "thinking…", style="italic")
         text.append(f"\n{secs:.0f} s — Esc cancels", style="dim")
         self._pending.update(text)
-        self.query_one(Conversation).scroll_end(animate=False)
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
 
     async def on_ask_finished(self, message: AskFinished) -> None:
         if message.ask_id != self._ask_id or self._pending is None:
             return  # a cancelled question's late result
         conv = self.query_one(Conversation)
         pending, self._pending, self._worker = self._pending, None, None
+        self._stop_ticker()
         if message.error is not None:
             pending.set_classes("error")
             pending.update(Text(message.error))
@@ -173,6 +188,7 @@ class ChatScreen(Screen):
             return
         self._worker.cancel()
         self._worker = None
+        self._stop_ticker()
         if self._pending is not None:
             self._pending.set_classes("cancelled")
             self._pending.update(Text("cancelled", style="italic"))
