@@ -23,9 +23,11 @@ class _State:
 
     def hub(self):
         if self._hub is None:
-            from models import ModelHub, load_manifest
+            from models import ModelHub
+            from models.registry import load_manifest_with_user
 
-            self._hub = ModelHub(load_manifest().profile(self.profile_name), config.models_dir())
+            manifest = load_manifest_with_user(config.user_profiles_file())
+            self._hub = ModelHub(manifest.profile(self.profile_name), config.models_dir())
         return self._hub
 
     def close(self) -> None:

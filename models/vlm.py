@@ -174,7 +174,8 @@ class LlamaCppVLMCaptioner:
 
     Args:
         model_path: the language model ``.gguf``. mmproj_path: the projector ``.gguf``.
-        n_ctx: context tokens (images cost the projector's tokens per image each).
+        n_ctx: context tokens, rounded up to a multiple of 256 (images cost the projector's
+            tokens per image each).
         budget: frames per clip and image size cap. max_tokens: caption length cap.
     Raises ``ValueError`` (from libmtmd) when the projector does not match the model.
     """
@@ -187,7 +188,9 @@ class LlamaCppVLMCaptioner:
 
         _quiet_mtmd()
         self.name = name
-        self.n_ctx = n_ctx
+        # llama.cpp pads the context to a multiple of 256 while llama-cpp-python sizes its token
+        # buffer to the requested value; a mismatch breaks libmtmd's n_ctx check (measured).
+        self.n_ctx = n_ctx = -(-n_ctx // 256) * 256
         self.budget = budget or FrameBudget()
         self.max_tokens = max_tokens
         self.usage = usage
