@@ -65,6 +65,10 @@ class RemoteError(RuntimeError):
     """The remote server answered with an error that retrying does not fix."""
 
 
+class _FormatRejected(RemoteError):
+    """The server refused a response_format form (internal: the next form is tried)."""
+
+
 def env_prefix(role: str) -> str:
     """``EDGE_SOLVER_`` for role ``solver``: the prefix of a role's environment overrides."""
     return f"EDGE_{role.upper()}_"
@@ -212,7 +216,10 @@ class RemoteLLM:
                 f"base URL ({pre}BASE_URL or base_url in your profile)")
 
     def _create(self, messages: list[dict[str, Any]], *, role: str, max_tokens: int,
-                temperature: float, response_format: dict | None) -> ChatResult:
+                temperature: float, response_format: dict | None,
+                probing: bool = False) -> ChatResult:
+        """One request. ``probing``: this response_format may be unsupported; a server
+        error answer is then not retried and raises :class:`_FormatRejected`."""
         import openai
 
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
@@ -221,7 +228,19 @@ class RemoteLLM:
             kwargs["response_format"] = response_format
         t0 = time.perf_counter()
         try:
-            out = self._client.chat.completions.create(**kwargs)
+            if probing:
+                try:  # llama-cpp-python answers an unknown response_format with a 500
+                    out = self._client.with_options(max_retries=0).chat.completions.create(
+                        **kwargs)
+                except openai.APIConnectionError:
+                    out = self._client.chat.completions.create(**kwargs)  # with retries
+                except (openai.AuthenticationError, openai.PermissionDeniedError,
+                        openai.NotFoundError):
+                    raise
+                except openai.APIStatusError as e:
+                    raise _FormatRejected(f"{e.status_code}: {_short(e)}") from None
+            else:
+                out = self._client.chat.completions.create(**kwargs)
         except openai.APIConnectionError as e:  # includes timeouts, after the SDK's retries
             raise RemoteUnavailableError(
                 f"role {self.config.role}: cannot reach the OpenAI-compatible server at "
@@ -274,16 +293,16 @@ class RemoteLLM:
         if schema is None:
             return self._create(messages, role=role, max_tokens=max_tokens,
                                 temperature=temperature, response_format=None)
-        modes = [self._json_mode] if self._json_mode else list(JSON_MODES)
-        for i, mode in enumerate(modes):
+        known = self._json_mode
+        modes = [known] if known else list(JSON_MODES)
+        for mode in modes:
             try:
                 res = self._create(_with_schema_hint(messages, schema) if mode == "none"
                                    else messages, role=role, max_tokens=max_tokens,
                                    temperature=temperature,
-                                   response_format=_response_format(mode, schema))
-            except RemoteError:
-                if i + 1 == len(modes):
-                    raise
+                                   response_format=_response_format(mode, schema),
+                                   probing=known is None and mode != "none")
+            except _FormatRejected:
                 continue  # the server rejected this response_format: try the next form
             with self._lock:
                 self._json_mode = mode  # remember what this server accepts
