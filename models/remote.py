@@ -186,6 +186,13 @@ class RemoteLLM:
         self._json_mode = None if config.json_mode == "auto" else config.json_mode
         self._lock = threading.Lock()
 
+    @property
+    def accepts_frames(self) -> bool:
+        """Whether callers may put frames (``image_url`` parts) in this role's messages: only
+        when the user allowed it for this role (``allow_frames``) — the server must also be
+        a VLM for them to be useful."""
+        return self.config.allow_frames
+
     # ---- token budgeting (estimates) ---------------------------------------------------
 
     def count_tokens(self, text: str) -> int:
@@ -285,6 +292,11 @@ class RemoteLLM:
         to constrain the reply (see the module docstring). Raises
         :class:`ContextOverflowError` when the estimated prompt plus ``max_tokens`` exceeds
         ``n_ctx``."""
+        if not self.config.allow_frames and _has_images(messages):
+            raise ConfigError(
+                f"role {self.config.role}: refusing to send frames to {self.config.base_url}; "
+                "frames leave this device only when that role sets allow_frames = true "
+                f"({env_prefix(self.config.role)}ALLOW_FRAMES=1)")
         prompt_tokens = self._prompt_tokens(messages)
         if prompt_tokens + max_tokens > self.n_ctx:
             raise ContextOverflowError(
@@ -348,6 +360,11 @@ class RemoteLLM:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+
+def _has_images(messages: list[dict[str, Any]]) -> bool:
+    return any(isinstance(p, dict) and p.get("type") in ("image_url", "input_image")
+               for m in messages if isinstance(m.get("content"), list) for p in m["content"])
 
 
 def _response_format(mode: str, schema: dict) -> dict | None:

@@ -201,6 +201,20 @@ def test_unreachable_server_fails_fast_with_a_clear_message(clean_env):
     hub.close()
 
 
+def test_frames_never_leave_unless_the_role_allows_it():
+    usage = UsageMeter()
+    llm = RemoteLLM(RemoteConfig(role="solver", base_url="http://127.0.0.1:9/v1", model="m"),
+                    usage=usage)
+    assert not llm.accepts_frames
+    msg = [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                        {"type": "image_url",
+                                         "image_url": {"url": "data:image/jpeg;base64,AA=="}}]}]
+    with pytest.raises(ConfigError, match="refusing to send frames"):
+        llm.chat(msg, role="solver")  # refused before any request (port 9 has no server)
+    assert usage.records == []
+    llm.close()
+
+
 def test_bad_remote_settings_are_config_errors(clean_env):
     with pytest.raises(ConfigError, match="without a model name"):
         RemoteConfig.from_spec(None, "solver", {"EDGE_SOLVER_BASE_URL": "http://x:1/v1"})
