@@ -239,6 +239,8 @@ class RemoteLLM:
                 try:  # llama-cpp-python answers an unknown response_format with a 500
                     out = self._client.with_options(max_retries=0).chat.completions.create(
                         **kwargs)
+                except openai.APITimeoutError:
+                    raise  # the server took the request: the format is not the problem
                 except openai.APIConnectionError:
                     out = self._client.chat.completions.create(**kwargs)  # with retries
                 except (openai.AuthenticationError, openai.PermissionDeniedError,
@@ -248,7 +250,14 @@ class RemoteLLM:
                     raise _FormatRejected(f"{e.status_code}: {_short(e)}") from None
             else:
                 out = self._client.chat.completions.create(**kwargs)
-        except openai.APIConnectionError as e:  # includes timeouts, after the SDK's retries
+        except openai.APITimeoutError:
+            pre = env_prefix(self.config.role)
+            raise RemoteUnavailableError(
+                f"role {self.config.role}: the server at {self.config.base_url} did not answer "
+                f"within {self.config.timeout:g} s ({self.config.max_retries} retries); a slow "
+                f"server or a long prompt needs a longer timeout ({pre}TIMEOUT or timeout in "
+                "your profile)") from None
+        except openai.APIConnectionError as e:  # after the SDK's retries
             raise RemoteUnavailableError(
                 f"role {self.config.role}: cannot reach the OpenAI-compatible server at "
                 f"{self.config.base_url} ({e.__class__.__name__}: {_short(e)}; "
