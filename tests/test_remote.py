@@ -278,3 +278,14 @@ def test_doctor_reports_remote_roles(server, clean_env):
              if ln.split()[1:2] == ["role"]}
     assert lines["memory_llm"].startswith("FAIL") and "cannot reach" in lines["memory_llm"]
     hub.close()
+
+
+def test_a_slow_answer_is_a_timeout_that_says_how_to_raise_it(server):
+    llm = RemoteLLM(RemoteConfig(role="solver", base_url=server, model="qwen-0.5b",
+                                 timeout=0.3, max_retries=0))
+    t0 = time.perf_counter()
+    with pytest.raises(RemoteUnavailableError, match="did not answer within 0.3 s") as e:
+        llm.chat([{"role": "user", "content": "Count from 1 to 100."}], role="solver",
+                 max_tokens=48)
+    assert time.perf_counter() - t0 < 5 and "EDGE_SOLVER_TIMEOUT" in str(e.value)
+    llm.close()
