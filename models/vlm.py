@@ -98,6 +98,23 @@ def image_data_url(image: np.ndarray, max_side: int, quality: int = 85) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
 
 
+def image_parts(paths: list[Path], max_side: int = 448, quality: int = 85) -> list[dict]:
+    """Chat content parts (``{"type": "image_url", ...}``) for image files such as stored
+    keyframes, each shrunk to ``max_side`` pixels; for a VLM solver (send them only to a
+    backend whose ``accepts_frames`` is true). Raises ``ValueError`` naming an unreadable
+    file."""
+    import cv2
+
+    parts = []
+    for path in paths:
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is None:
+            raise ValueError(f"{path}: not a readable image")
+        parts.append({"type": "image_url",
+                      "image_url": {"url": image_data_url(image, max_side, quality)}})
+    return parts
+
+
 def caption_messages(frames: list[Frame], transcript: str, duration: float,
                      budget: FrameBudget) -> list[dict[str, Any]]:
     """The chat messages asking for a caption of one clip (OpenAI format, images inline).

@@ -62,6 +62,19 @@ def test_frame_budget_caps_image_size_in_the_prompt():
     assert 'Speech heard in the clip: "hello there"' in msgs[1]["content"][-1]["text"]
 
 
+def test_image_parts_from_keyframe_files(tmp_path):
+    import cv2
+
+    from models.vlm import image_parts
+
+    f = tmp_path / "k.jpg"
+    cv2.imwrite(str(f), _frames(1, 600, 800)[0].image)
+    (part,) = image_parts([f], max_side=100)
+    assert part["type"] == "image_url" and part["image_url"]["url"].startswith("data:image/jpeg")
+    with pytest.raises(ValueError, match="not a readable image"):
+        image_parts([tmp_path / "missing.jpg"])
+
+
 def test_plumbing_vlm_encodes_images_and_text_comes_back(smollm2, projector):
     usage = UsageMeter()
     vlm = LlamaCppVLMCaptioner(smollm2, projector, name="plumbing-vlm", n_ctx=2048,
