@@ -93,7 +93,7 @@ class ModelHub:
         from models.vlm import FrameBudget
 
         config = RemoteConfig.from_spec(spec, role)
-        llm = RemoteLLM(config, name=spec.option("model", config.model), usage=self.usage)
+        llm = RemoteLLM(config, name=config.model, usage=self.usage)
         if role == "captioner":
             return RemoteCaptioner(llm, budget=FrameBudget.from_options(spec.options),
                                    max_tokens=spec.option("max_tokens", 200))
