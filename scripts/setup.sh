@@ -12,7 +12,7 @@
 #   EDGE_SKIP_APT=1 (do not touch system packages).
 set -euo pipefail
 
-PROFILES=(tiny)
+PROFILES=(tiny plumbing)  # plumbing: SmolLM2-135M (98 MB), used by the VLM/remote tests
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) PROFILES+=("$2"); shift 2 ;;
