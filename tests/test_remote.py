@@ -289,3 +289,94 @@ def test_a_slow_answer_is_a_timeout_that_says_how_to_raise_it(server):
                  max_tokens=48)
     assert time.perf_counter() - t0 < 5 and "EDGE_SOLVER_TIMEOUT" in str(e.value)
     llm.close()
+
+
+def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tmp_path):
+    """`edge ask` end to end with the solver on the server: filtering, sufficiency and the
+    final answer are remote calls, counted with the server's token counts; retrieval and
+    the embedder stay local."""
+    from edge.captions import ingest_caption_file
+    from edge.store import Memory
+    from tests.conftest import EGOLIFE_DAY1, shared
+
+    mem = tmp_path / "day1.db"
+    hub = ModelHub(load_manifest().profile("tiny"), models_dir())
+    try:
+        with Memory(mem) as m:
+            ingest_caption_file(m, hub, shared(EGOLIFE_DAY1), limit=40)
+    finally:
+        hub.close()
+    clean_env.setenv("EDGE_SOLVER_BASE_URL", server)
+    clean_env.setenv("EDGE_SOLVER_MODEL", "qwen-0.5b")
+    clean_env.setenv("EDGE_SOLVER_N_CTX", "4096")
+    clean_env.setenv("EDGE_SOLVER_TIMEOUT", "600")
+    r = CliRunner().invoke(main, ["ask", "--memory", str(mem), "--at", "DAY1 11:21",
+                                  "--rounds", "2", "--top-n", "3", "--delta", "1", "--json",
+                                  "--choices", "Tasha|Alice|Shure|Lucia",
+                                  "Who used the screwdriver first?"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["answer"] in ("A", "B", "C", "D") and out["final"] is not None
+    assert out["rounds"][0]["filtered"] and out["rounds"][0]["anchors"]
+    solver = out["usage"]["by_role"]["solver"]
+    assert solver["calls"] >= 2 and solver["tokens_in"] > 200  # filter + answer at least
+    with Memory(mem) as m:
+        models = {row[0] for row in m.db.execute(
+            "SELECT model FROM calls WHERE command = 'ask' AND role = 'solver'")}
+    assert models == {"qwen-0.5b"}
+
+
+def test_a_remote_vlm_solver_gets_keyframes_only_when_allowed(server, clean_env, tmp_path):
+    """MERIT's final answer with frames: a remote VLM solver allowed frames receives the
+    anchors' keyframes (real frames of a shared video) by the adaptive budget."""
+    import av
+
+    from edge.answer import AskError, ask
+    from edge.config import frames_dir
+    from edge.store import INDEX_TYPES, Memory
+    from tests.conftest import FOOTAGE, shared
+
+    video = shared(FOOTAGE / "ego_fisheye_b_noaudio.mp4")
+    mem = tmp_path / "m.db"
+    folder = frames_dir(mem) / "v"
+    folder.mkdir(parents=True)
+    import cv2
+
+    with av.open(str(video)) as c:
+        frames = [f.to_ndarray(format="bgr24") for _, f in zip(range(4), c.decode(video=0))]
+    for i, img in enumerate(frames):
+        cv2.imwrite(str(folder / f"k{i}.jpg"), img)
+    hub = ModelHub(load_manifest().profile("tiny"), models_dir())
+    with Memory(mem) as m:
+        sid = m.add_source(path="v", sha256="v", kind="video", clock="dayclock",
+                           start_from="file", t_start=0, duration=60, n_clips=2, info={})
+        for i, cap in enumerate(["I walk down a corridor with a fisheye camera.",
+                                 "I open a door and step outside."]):
+            vecs = hub.embedder.embed([cap] * len(INDEX_TYPES))
+            m.add_clip(source_id=sid, idx=i, t_start=30 * i, t_end=30 * i + 30, day="DAY1",
+                       day_start=0, caption=cap, transcript="", signals={},
+                       keyframes=[f"v/k{2 * i}.jpg", f"v/k{2 * i + 1}.jpg"],
+                       keys={k: (cap, "file") for k in INDEX_TYPES},
+                       vectors=dict(zip(INDEX_TYPES, vecs)))
+        hub.close()
+        clean_env.setenv("EDGE_SOLVER_BASE_URL", server)
+        clean_env.setenv("EDGE_SOLVER_MODEL", "plumbing-vlm")
+        clean_env.setenv("EDGE_SOLVER_N_CTX", "2048")
+        hub = ModelHub(load_manifest().profile("tiny"), models_dir())
+        try:
+            with pytest.raises(AskError, match="does not take frames"):
+                ask(m, hub, "where did I walk?", frames=True, max_rounds=1)
+            clean_env.setenv("EDGE_SOLVER_ALLOW_FRAMES", "1")
+            hub.close()
+            hub = ModelHub(load_manifest().profile("tiny"), models_dir())
+            res = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0)
+            assert res.final is not None
+            last = hub.usage.records[-1]  # the final answer: text + 4 images × 16 tokens
+            assert last.role == "solver" and last.tokens_in >= 4 * 16
+            no_frames = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
+                            frames=False)
+            # the images cost ~16 tokens each (text layout differs by a token or so)
+            assert last.tokens_in - hub.usage.records[-1].tokens_in >= 4 * 16 - 8
+            assert no_frames.final is not None
+        finally:
+            hub.close()
