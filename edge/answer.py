@@ -26,7 +26,6 @@ Evidence accumulates across rounds without duplicates and is packed into a token
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ from edge.retrieval import Neighborhood, expand_neighbors, multi_query_retrieve
 from edge.store import INDEX_TYPES, Clip, Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 from models.llm import ContextOverflowError, LLMOutputError
+from models.vlm import image_parts
 
 LOOPS = ("merit", "single")
 
@@ -215,11 +215,6 @@ def frame_budget(round_no: int, rank: int) -> int:
     return 1
 
 
-def _image_part(path: Path) -> dict:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}
-
-
 def resolve_scope(memory: Memory, question: str, at: float | None,
                   window: TimeWindow | None, auto_window: bool) -> tuple[TimeWindow, str]:
     """The time window a question searches and a note when a named window was dropped.
@@ -294,8 +289,10 @@ def ask(
         choices: multiple-choice options, lettered A, B, …; the answer is exactly one
             letter and the reason goes to ``Answer.extra["reason"]``.
         neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering.
-        frames: send anchor keyframes with the final answer; ``None`` = when the solver
-            takes images and its backend allows frames (never implicitly for remote ones).
+        frames: send anchor keyframes with the final answer; ``None`` = when the solver's
+            ``accepts_frames`` is true (a VLM whose backend allows frames; remote roles
+            only with ``allow_frames``). ``True`` with a solver that does not take frames
+            raises :class:`AskError`.
         on_progress: called with one short line before each search and solver call
             (``round 2/5: searching 'power bank'``), from the calling thread. It may raise
             to stop the question early; the exception propagates.
@@ -329,9 +326,12 @@ def ask(
     embedder, solver = hub.embedder, hub.llm("solver")
     if top_n is None:
         top_n = 10 if solver.n_ctx >= 16384 else 5
+    takes_frames = bool(getattr(solver, "accepts_frames", False))
+    if frames and not takes_frames:
+        raise AskError("the solver does not take frames: use a VLM solver whose backend "
+                       "allows them (allow_frames = true for that role), or drop --frames")
     if frames is None:
-        frames = bool(getattr(solver, "supports_images", False)
-                      and getattr(solver, "allow_frames", False))
+        frames = takes_frames
     letters = [chr(ord("A") + i) for i in range(len(choices or []))]
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(letters, choices or []))
     header = f"Question (asked at {asked_at}): {question}{options}\n\nNotes:\n"
@@ -504,7 +504,7 @@ def _frame_parts(items: dict[int, _Item], anchors_by_round: list[list[int]],
                 continue
             seen.add(cid)
             paths = [folder / p for p in items[cid].clip.keyframes][: frame_budget(r, rank)]
-            parts += [_image_part(p) for p in paths if p.is_file()]
+            parts += image_parts([p for p in paths if p.is_file()])
     return parts
 
 

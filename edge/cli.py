@@ -23,9 +23,11 @@ class _State:
 
     def hub(self):
         if self._hub is None:
-            from models import ModelHub, load_manifest
+            from models import ModelHub
+            from models.registry import load_manifest_with_user
 
-            self._hub = ModelHub(load_manifest().profile(self.profile_name), config.models_dir())
+            manifest = load_manifest_with_user(config.user_profiles_file())
+            self._hub = ModelHub(manifest.profile(self.profile_name), config.models_dir())
         return self._hub
 
     def close(self) -> None:
@@ -436,6 +438,61 @@ def models_list(state: _State, no_load: bool, as_json: bool) -> None:
                    f"{r['weights'] or '-'}")
         if r["error"]:
             click.echo(f"  {'':12} {r['error']}")
+    _echo_recommended(state)
+
+
+def _manifest():
+    from models.registry import load_manifest_with_user
+
+    return load_manifest_with_user(config.user_profiles_file())
+
+
+def _echo_recommended(state: _State) -> None:
+    from models.pull import recommended
+
+    rows = recommended(_manifest(), config.models_dir())
+    if not rows:
+        return
+    click.echo(f"recommended models (edge models pull NAME; into {config.models_dir()})")
+    for r in rows:
+        click.echo(f"  {r['name']:30} {r['role']:18} {r['download_mb'] or '?':>5} MB "
+                   f"{r['ram_gb'] or '?':>4} GB RAM  {'present' if r['present'] else '-':8}"
+                   f" {r['license']}")
+
+
+@models.command("recommended")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.pass_obj
+def models_recommended(state: _State, as_json: bool) -> None:
+    """Models to pull from a model hub: role, size, RAM needed, license, whether present."""
+    from models.pull import recommended
+
+    rows = recommended(_manifest(), config.models_dir())
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _echo_recommended(state)
+
+
+@models.command("pull")
+@click.argument("name")
+@click.pass_obj
+def models_pull(state: _State, name: str) -> None:
+    """Download model NAME (GGUF + mmproj) from the model hub into the models directory,
+    with progress, resume and checksum verification. Needs a network connection."""
+    from models.pull import PullError, pull
+
+    spec = _manifest().model(name)
+    try:
+        files = pull(spec, config.models_dir())
+    except PullError as e:
+        raise click.ClickException(str(e)) from None
+    for f in files:
+        how = "downloaded" if f.downloaded else "already present"
+        check = ("sha256 verified" if f.verified else
+                 f"sha256 {f.sha256} (unverified: the manifest records no checksum)")
+        click.echo(f"{how:15} {f.path}  {check}")
+    click.echo(f"{name} is ready; use it in a profile (see `edge models recommended`).")
 
 
 @main.command()

@@ -3,7 +3,9 @@
 - memory database: ``$EDGE_HOME/memory.db`` unless ``--memory``/``EDGE_MEMORY`` says otherwise;
   keyframes are written beside it in ``<memory>.frames/``;
 - assembled model files: ``$EDGE_HOME/models`` (``EDGE_MODELS_DIR`` overrides it);
-- the profile: ``tiny`` unless ``--profile``/``EDGE_PROFILE`` says otherwise.
+- the profile: ``tiny`` unless ``--profile``/``EDGE_PROFILE`` says otherwise;
+- the user's own models and profiles (remote roles, pulled VLMs): ``$EDGE_HOME/profiles.toml``
+  (``EDGE_PROFILES`` overrides it), merged over the shipped ``models/manifest.toml``.
 """
 
 from __future__ import annotations
@@ -40,3 +42,10 @@ def frames_dir(memory_path: Path) -> Path:
     """Keyframes of a memory live beside its database file."""
     memory_path = Path(memory_path)
     return memory_path.with_name(memory_path.name + ".frames")
+
+
+def user_profiles_file() -> Path:
+    """The user's profiles TOML (may not exist): ``$EDGE_PROFILES`` or
+    ``$EDGE_HOME/profiles.toml``."""
+    env = os.environ.get("EDGE_PROFILES")
+    return Path(env).expanduser() if env else home() / "profiles.toml"

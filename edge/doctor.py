@@ -37,6 +37,13 @@ def _exercise(hub, role: str) -> str:
     if role == "transcriber":
         segs = hub.transcriber.transcribe(np.zeros(16_000, dtype=np.float32))
         return f"transcribed 1 s of silence ({len(segs)} segments)"
+    if role == "captioner" and spec_of(hub, role).backend != "perception":
+        from models.captioner import Frame
+
+        cap = hub.captioner.caption([Frame(0.0, _text_image("EDGE 42"))], "", 1.0)
+        if cap.signals.get("vlm_empty", True):
+            raise RuntimeError(f"the VLM returned no description: {cap.text!r}")
+        return f"captioned a rendered frame ({cap.signals.get('tokens_in', '?')} tokens in)"
     if role == "captioner":
         from models.captioner import Frame
 
@@ -50,11 +57,48 @@ def _exercise(hub, role: str) -> str:
     return f"generated {res.tokens_out} tokens in {res.seconds:.1f} s (n_ctx {llm.n_ctx})"
 
 
+def spec_of(hub, role: str):
+    """The spec serving ``role`` (an ``EDGE_<ROLE>_BASE_URL`` override included), or None."""
+    if hasattr(hub, "spec") and role in ROLES:
+        try:
+            return hub.spec(role)
+        except KeyError:
+            return None
+    return hub.profile.roles.get(role)
+
+
+def _check_remote(hub, role: str, spec, row: dict, load: bool) -> None:
+    """A remote role: its settings are valid and, with ``load``, the server answers."""
+    from models.remote import RemoteConfig, RemoteLLM
+
+    cfg = RemoteConfig.from_spec(spec, role)
+    row["weights"] = f"remote {cfg.base_url} model {cfg.model}"
+    if not load:
+        row["ok"] = True
+        return
+    t0 = time.perf_counter()
+    probe = RemoteLLM(cfg)
+    try:
+        served = probe.ping()
+    finally:
+        probe.close()
+    listed = "lists it" if cfg.model in served else f"does not list it (serves {served})"
+    row["detail"] = (f"reachable in {time.perf_counter() - t0:.1f} s; the server {listed}"
+                     + ("; frames allowed" if cfg.allow_frames else ""))
+    if role == "captioner":
+        hub.get(role)  # refuses a remote captioner whose frames are not allowed
+    row["loaded"] = row["ok"] = True
+
+
 def check_roles(hub, *, load: bool = True) -> list[dict]:
-    """One row per role: model, backend, weights path, whether it loads and works."""
+    """One row per role: model, backend, weights path, whether it loads and works.
+
+    A remote role (backend ``openai``) is checked by asking its server for its models
+    (``GET /models``, one try, 3 s); an unreachable server is a failed row, not a crash.
+    """
     rows = []
     for role in ROLES:
-        spec = hub.profile.roles.get(role)
+        spec = spec_of(hub, role)
         row = {"role": role, "model": spec.name if spec else "-",
                "backend": spec.backend if spec else "-", "weights": None, "ok": False,
                "loaded": False, "detail": "", "error": ""}
@@ -63,7 +107,15 @@ def check_roles(hub, *, load: bool = True) -> list[dict]:
             rows.append(row)
             continue
         try:
+            if spec.backend == "openai":
+                _check_remote(hub, role, spec, row, load)
+                rows.append(row)
+                continue
             path = resolve_weights(spec, hub.models_dir)
+            if spec.backend == "llama.cpp-vlm":
+                from models.resolve import resolve_mmproj
+
+                resolve_mmproj(spec, hub.models_dir)
             row["weights"] = str(path) if path else "(none needed)"
             if load:
                 t0 = time.perf_counter()

@@ -44,7 +44,9 @@ class ModelHub:
         self._cache: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def _build(self, spec: ModelSpec) -> Any:
+    def _build(self, spec: ModelSpec, role: str) -> Any:
+        if spec.backend == "openai":
+            return self._build_remote(spec, role)
         try:
             path = resolve_weights(spec, self.models_dir)
         except WeightsMissingError as e:
@@ -74,15 +76,45 @@ class ModelHub:
             from models.vision import TextReader
 
             return PerceptionCaptioner(reader=TextReader(usage=self.usage))
+        if spec.backend == "llama.cpp-vlm":
+            from models.resolve import resolve_mmproj
+            from models.vlm import FrameBudget, LlamaCppVLMCaptioner
+
+            return LlamaCppVLMCaptioner(path, resolve_mmproj(spec, self.models_dir),
+                                        name=spec.name, n_ctx=spec.option("n_ctx", 4096),
+                                        threads=self.threads,
+                                        budget=FrameBudget.from_options(spec.options),
+                                        max_tokens=spec.option("max_tokens", 160),
+                                        usage=self.usage)
         raise ValueError(f"model {spec.name!r}: unknown backend {spec.backend!r}")
+
+    def _build_remote(self, spec: ModelSpec, role: str) -> Any:
+        from models.remote import RemoteCaptioner, RemoteConfig, RemoteLLM
+        from models.vlm import FrameBudget
+
+        config = RemoteConfig.from_spec(spec, role)
+        llm = RemoteLLM(config, name=config.model, usage=self.usage)
+        if role == "captioner":
+            return RemoteCaptioner(llm, budget=FrameBudget.from_options(spec.options),
+                                   max_tokens=spec.option("max_tokens", 200))
+        return llm
+
+    def spec(self, role: str) -> ModelSpec:
+        """The model serving ``role``: ``EDGE_<ROLE>_BASE_URL`` in the environment makes it a
+        remote OpenAI-compatible one (opt-in per role), else the profile's."""
+        from models.remote import env_remote_spec
+
+        return env_remote_spec(role) or self.profile.spec(role)
 
     def get(self, role: str) -> Any:
         """The live backend for ``role`` (loaded on first use, then reused)."""
-        spec = self.profile.spec(role)
+        spec = self.spec(role)
+        # a local model is shared by the roles naming it; a remote one is configured per role
+        key = f"{spec.name}#{role}" if spec.backend == "openai" else spec.name
         with self._lock:
-            if spec.name not in self._cache:
-                self._cache[spec.name] = self._build(spec)
-            return self._cache[spec.name]
+            if key not in self._cache:
+                self._cache[key] = self._build(spec, role)
+            return self._cache[key]
 
     @property
     def transcriber(self):

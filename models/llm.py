@@ -48,6 +48,9 @@ class LlamaCppLLM:
         threads: CPU threads (default 2, the edge budget). seed: fixed for reproducibility.
     """
 
+    #: a text-only model: callers must not put frames (image parts) in its messages
+    accepts_frames = False
+
     def __init__(
         self,
         model_path: Path,

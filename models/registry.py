@@ -118,11 +118,26 @@ class Manifest:
 
 
 def parse_manifest(data: dict[str, Any]) -> Manifest:
-    """Build a :class:`Manifest` from parsed TOML; raises ``ValueError`` on a bad entry."""
+    """Build a :class:`Manifest` from parsed TOML; raises ``ValueError`` on a bad entry.
+
+    A profile may name ``base = "OTHER"``: it starts from that profile's roles and its own
+    ``roles`` table replaces some of them (a user profile that only moves the solver to a
+    remote server is three lines).
+    """
     models = {name: _spec_from_table(name, t) for name, t in data.get("models", {}).items()}
     profiles: dict[str, Profile] = {}
     for pname, ptable in data.get("profiles", {}).items():
-        roles_table = ptable.get("roles", {})
+        roles_table = dict(ptable.get("roles", {}))
+        seen = [pname]
+        while "base" in ptable:
+            base = ptable["base"]
+            if base in seen:
+                raise ValueError(f"profile {pname!r}: base profiles form a loop {seen}")
+            if base not in data.get("profiles", {}):
+                raise ValueError(f"profile {pname!r}: unknown base profile {base!r}")
+            seen.append(base)
+            ptable = data["profiles"][base]
+            roles_table = {**ptable.get("roles", {}), **roles_table}
         unknown_roles = set(roles_table) - set(ROLES)
         if unknown_roles:
             raise ValueError(f"profile {pname!r}: unknown roles {sorted(unknown_roles)}")
@@ -131,7 +146,8 @@ def parse_manifest(data: dict[str, Any]) -> Manifest:
             if model_name not in models:
                 raise ValueError(f"profile {pname!r}, role {role!r}: unknown model {model_name!r}")
             roles[role] = models[model_name]
-        profiles[pname] = Profile(pname, ptable.get("description", ""), roles)
+        description = data["profiles"][pname].get("description", "")
+        profiles[pname] = Profile(pname, description, roles)
     return Manifest(models, profiles)
 
 
@@ -143,3 +159,33 @@ def load_manifest(path: Path | None = None) -> Manifest:
     else:
         text = Path(path).read_text("utf-8")
     return parse_manifest(tomllib.loads(text))
+
+
+_USER_TABLES = {"models", "profiles"}
+
+
+def load_manifest_with_user(user_file: Path | None) -> Manifest:
+    """The shipped manifest plus the user's own models and profiles from ``user_file``.
+
+    The user file (``$EDGE_HOME/profiles.toml`` or ``$EDGE_PROFILES``, see ``edge.config``)
+    has the manifest's shape: ``[models.NAME]`` tables add or replace models (e.g. a remote
+    OpenAI-compatible solver, a pulled VLM) and ``[profiles.NAME]`` tables add or replace
+    profiles. A missing file is no error; an unreadable one raises :class:`ConfigError`
+    naming the file and the problem.
+    """
+    if user_file is None or not Path(user_file).exists():
+        return load_manifest()
+    shipped = tomllib.loads(resources.files("models").joinpath("manifest.toml").read_text("utf-8"))
+    try:
+        user = tomllib.loads(Path(user_file).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{user_file}: cannot read the user profiles file: {e}") from None
+    unknown = set(user) - _USER_TABLES
+    if unknown:
+        raise ConfigError(f"{user_file}: unknown top-level key(s) {sorted(unknown)}; "
+                          "only [models.NAME] and [profiles.NAME] tables belong here")
+    merged = {k: {**shipped.get(k, {}), **user.get(k, {})} for k in _USER_TABLES}
+    try:
+        return parse_manifest(merged)
+    except ValueError as e:
+        raise ConfigError(f"{user_file}: {e}") from None

@@ -166,7 +166,40 @@ def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
         return _assemble_chunks(spec, models_dir)
     if source == "chunks_dir":
         return _assemble_chunked_folder(spec, models_dir)
+    if source == "hub":
+        return _pulled(spec, models_dir, spec.option("file"), spec.option("size"))
     raise ValueError(f"model {spec.name!r}: unknown weights source {source!r}")
+
+
+def _pulled(spec: ModelSpec, models_dir: Path, file: str | None, size: int | None) -> Path:
+    """A file that ``edge models pull`` downloads into the models directory."""
+    if not file:
+        raise ValueError(f"model {spec.name!r}: a hub model needs a 'file' entry")
+    path = Path(models_dir) / file
+    if not path.exists():
+        raise WeightsMissingError(
+            f"model {spec.name!r}: {path} is not downloaded yet. On a connected device run "
+            f"`edge models pull {spec.name}` (or copy the file there).")
+    if size is not None and path.stat().st_size != size:
+        raise WeightsCorruptError(
+            f"{path}: {path.stat().st_size} bytes, expected {size}; run "
+            f"`edge models pull {spec.name}` again to finish or replace it")
+    return path
+
+
+def resolve_mmproj(spec: ModelSpec, models_dir: Path) -> Path:
+    """The projector (``mmproj``) GGUF of a VLM: ``mmproj_path`` (an explicit file) or
+    ``mmproj`` (a file pulled into the models directory). Raises
+    :class:`WeightsMissingError` when absent."""
+    explicit = spec.option("mmproj_path")
+    if explicit:
+        path = Path(os.path.expanduser(explicit))
+        if not path.exists():
+            raise WeightsMissingError(f"model {spec.name!r}: projector {path} does not exist")
+        return path
+    if not spec.option("mmproj"):
+        raise ValueError(f"model {spec.name!r}: a VLM needs 'mmproj' or 'mmproj_path'")
+    return _pulled(spec, models_dir, spec.option("mmproj"), spec.option("mmproj_size"))
 
 
 def resolve_tokenizer(spec: ModelSpec) -> Path:

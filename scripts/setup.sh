@@ -12,7 +12,7 @@
 #   EDGE_SKIP_APT=1 (do not touch system packages).
 set -euo pipefail
 
-PROFILES=(tiny)
+PROFILES=(tiny plumbing multilingual)  # plumbing: SmolLM2-135M (98 MB) for the VLM/remote tests; multilingual: whisper base (145 MB) for the language-detection test
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) PROFILES+=("$2"); shift 2 ;;

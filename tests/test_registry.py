@@ -77,3 +77,38 @@ def test_corrupt_chunks_are_rejected_and_leave_nothing(tmp_path, monkeypatch):
     with pytest.raises(WeightsCorruptError, match="sha256 mismatch"):
         resolve_weights(spec, tmp_path / "models")
     assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_user_profiles_file_adds_models_and_profiles_over_the_shipped_ones(tmp_path):
+    from models import ConfigError
+    from models.registry import load_manifest_with_user
+
+    f = tmp_path / "profiles.toml"
+    f.write_text("""
+[models."my-remote"]
+backend = "openai"
+source = "none"
+base_url = "http://127.0.0.1:8080/v1"
+model = "gpt-x"
+[profiles.mine]
+base = "small"
+[profiles.mine.roles]
+solver = "my-remote"
+""")
+    m = load_manifest_with_user(f)
+    mine = m.profile("mine")
+    assert set(mine.roles) == set(ROLES)
+    solver = mine.spec("solver")
+    assert solver.backend == "openai" and solver.option("model") == "gpt-x"
+    assert mine.spec("memory_llm").name == "qwen2.5-coder-1.5b-instruct"  # from base "small"
+    assert m.profile("tiny").spec("solver").name == "qwen2.5-coder-0.5b-instruct"
+    assert load_manifest_with_user(tmp_path / "absent.toml") is load_manifest()
+    f.write_text("[profile.typo]\n")
+    with pytest.raises(ConfigError, match=r"profiles.toml: unknown top-level key.*'profile'"):
+        load_manifest_with_user(f)
+    f.write_text("[profiles.a]\nbase = 'b'\n[profiles.b]\nbase = 'a'\n")
+    with pytest.raises(ConfigError, match="loop"):
+        load_manifest_with_user(f)
+    f.write_text("[models.x\n")
+    with pytest.raises(ConfigError, match="cannot read the user profiles file"):
+        load_manifest_with_user(f)
