@@ -31,7 +31,7 @@ from tui.screens.chat import ChatScreen  # noqa: E402
 from tui.screens.clip import ClipScreen  # noqa: E402
 from tui.screens.help import HelpScreen  # noqa: E402
 from tui.screens.timeline import TimelineScreen  # noqa: E402
-from tui.session import remote_roles  # noqa: E402
+from tui.session import read_status, remote_roles  # noqa: E402
 from tui.widgets.clip_view import ClipView  # noqa: E402
 from tui.widgets.conversation import Bubble  # noqa: E402
 from tui.widgets.entries import EntryList, EntryRow  # noqa: E402
@@ -251,15 +251,24 @@ def test_status_bar_names_memory_clips_hours_profile_and_models(day, hub):
     assert "last ingest 20" in line and "profile tiny" in line and "models local" in line
 
 
-def test_remote_roles_are_those_served_off_the_device():
+def test_remote_roles_are_those_served_off_the_device(monkeypatch, hub):
+    from edge.config import models_dir
+    from models import ModelHub
     from models.registry import parse_manifest
 
+    assert remote_roles(hub) == []
+    monkeypatch.setenv("EDGE_SOLVER_BASE_URL", "http://127.0.0.1:9/v1")  # opt-in per role
+    assert remote_roles(hub) == ["solver"]
+    monkeypatch.delenv("EDGE_SOLVER_BASE_URL")
     manifest = parse_manifest({
         "models": {"local": {"backend": "llama.cpp", "source": "none"},
                    "far": {"backend": "openai", "source": "none",
-                           "base_url": "http://gpu-box:8000/v1"}},
+                           "base_url": "http://gpu-box:8000/v1", "model": "big"}},
         "profiles": {"mixed": {"roles": {"memory_llm": "local", "solver": "far"}}}})
-    assert remote_roles(manifest.profile("mixed")) == ["solver"]
+    mixed = ModelHub(manifest.profile("mixed"), models_dir())
+    assert remote_roles(mixed) == ["solver"]
+    status = read_status(Path("x.db"), None, mixed)
+    assert "models remote: solver" in status.line() and status.empty
 
 
 @pytest.mark.slow

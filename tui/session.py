@@ -14,9 +14,9 @@ from edge import config
 from edge.store import Clip, Memory
 from edge.timeline import format_moment
 
-LOCAL_BACKENDS = frozenset({"llama.cpp", "faster-whisper", "onnx-embedder", "perception"})
-"""Backends that run in this process. Any other backend, or a model with a ``base_url``
-option, is a remote (OpenAI-compatible) one: its bytes leave the device (DESIGN.md)."""
+REMOTE_BACKEND = "openai"
+"""The backend of a role served by an OpenAI-compatible server (models/remote.py): its
+bytes leave the device (DESIGN.md)."""
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,10 @@ class MemoryStatus:
                 + f" · last ingest {last} · profile {self.profile} · models {models}")
 
 
-def remote_roles(profile) -> list[str]:
-    """Roles of ``profile`` (a :class:`models.registry.Profile`) served off the device."""
-    return [role for role, spec in profile.roles.items()
-            if spec.backend not in LOCAL_BACKENDS or spec.option("base_url")]
+def remote_roles(hub) -> list[str]:
+    """Roles that ``hub`` (a :class:`models.ModelHub`) serves off the device: from its
+    profile, or made remote by ``EDGE_<ROLE>_BASE_URL`` (``ModelHub.spec``). Loads nothing."""
+    return [role for role in hub.profile.roles if hub.spec(role).backend == REMOTE_BACKEND]
 
 
 def read_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
@@ -65,7 +65,7 @@ def read_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
         path=Path(path), exists=memory is not None, clips=stats.get("clips", 0),
         hours=stats.get("hours", 0.0), days=stats.get("days", []),
         last_ingest=stats.get("last_ingest"), profile=hub.profile.name,
-        remote_roles=remote_roles(hub.profile))
+        remote_roles=remote_roles(hub))
 
 
 def ingest_commands(path: Path) -> list[str]:
