@@ -177,12 +177,15 @@ def ingest_paths(
     *,
     on_progress: Callable[[str, float], None] | None = None,
     on_total: Callable[[float], None] | None = None,
+    pyramid=None,
 ) -> IngestReport:
     """Ingest files and folders into ``memory`` using ``hub``'s roles.
 
     ``on_total(seconds)`` is called once with the footage length to process;
     ``on_progress(name, seconds)`` after each clip with the clip's length. Never raises for a
-    bad input file: its :class:`SourceResult` says ``failed`` and why.
+    bad input file: its :class:`SourceResult` says ``failed`` and why. With ``pyramid`` (an
+    :class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and links,
+    and the global nodes are finalized at the end.
     """
     options = options or IngestOptions()
     t0 = time.perf_counter()
@@ -204,7 +207,8 @@ def ingest_paths(
             results.append(SourceResult(shown(path), "failed", message=error))
             continue
         try:
-            results.append(_ingest_one(memory, hub, info, clock, options, on_progress))
+            results.append(_ingest_one(memory, hub, info, clock, options, on_progress,
+                                       pyramid=pyramid))
         except MediaError as e:
             results.append(SourceResult(shown(path), "failed", message=str(e)))
         except StoreError:
@@ -216,11 +220,13 @@ def ingest_paths(
                 shown(path), "failed",
                 message=f"stopped by {e.__class__.__name__}: {e}; clips stored so far are "
                         "kept and a re-run resumes this file"))
+    if pyramid is not None:
+        pyramid.finalize()
     return IngestReport(results, time.perf_counter() - t0, hub.usage.summary(mark))
 
 
 def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
-                options: IngestOptions, on_progress) -> SourceResult:
+                options: IngestOptions, on_progress, pyramid=None) -> SourceResult:
     path = info.path
     digest = file_sha256(path)
     existing = memory.source_by_hash(digest)
@@ -260,12 +266,17 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
         cap = hub.captioner.caption(span.frames, transcript, span.duration)
         keyframes = _save_keyframes(span, kf_dir, f"c{span.index:05d}", options.keyframes,
                                     options.keyframe_side)
-        keys = extract_keys(hub.llm("memory_llm"), cap.text)
-        vectors = hub.embedder.embed(index_texts(keys, cap.text))
-        store_clip(memory, vectors, source_id=source_id, idx=span.index,
-                   t_start=t_origin + span.start, t_end=t_origin + span.end, clock=source_clock,
-                   caption=cap.text, transcript=transcript, keyframes=keyframes,
-                   signals=cap.signals, keys=keys)
+        if pyramid is not None:  # PyraVid pyramid: keys + facts + clip node in one call
+            pyramid.add_clip(source_id=source_id, idx=span.index, t_start=t_origin + span.start,
+                             t_end=t_origin + span.end, clock=source_clock, caption=cap.text,
+                             transcript=transcript, keyframes=keyframes, signals=cap.signals)
+        else:
+            keys = extract_keys(hub.llm("memory_llm"), cap.text)
+            vectors = hub.embedder.embed(index_texts(keys, cap.text))
+            store_clip(memory, vectors, source_id=source_id, idx=span.index,
+                       t_start=t_origin + span.start, t_end=t_origin + span.end,
+                       clock=source_clock, caption=cap.text, transcript=transcript,
+                       keyframes=keyframes, signals=cap.signals, keys=keys)
         result.clips_added += 1
         if on_progress:
             on_progress(shown(path.name), span.duration)
