@@ -4,6 +4,9 @@
 Schema changes are named, append-only migrations recorded in ``_migrations`` (simonw/llm
 style): never edit a shipped step, add a new one. A clip, its keys and their vectors are
 written in one transaction, so a killed process leaves either the whole clip or nothing.
+m003 adds the PyraVid pyramid (§3.2): fact nodes (with vectors in ``fact_vec`` and text in
+FTS), clip nodes, versioned global nodes and links, written with the clip (facts, clip node,
+fact→clip links) or by :mod:`edge.pyramid` (relational links, global versions).
 """
 
 from __future__ import annotations

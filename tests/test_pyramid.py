@@ -281,3 +281,25 @@ def test_cli_ingest_captions_builds_a_pyramid_and_stats_shows_it(tmp_path):
     assert {c["role"] for c in s["calls"]} >= {"memory_llm", "memory_llm.global", "embedder"}
     r = runner.invoke(main, ["stats", "--memory", mem], catch_exceptions=False)
     assert "global node  DAY1" in r.output and "hierarchical fact->clip" in r.output
+
+
+@pytest.mark.slow
+def test_footage_ingest_builds_the_pyramid_with_keyframes(hub, tmp_path):
+    from edge.config import frames_dir
+    from edge.ingest import IngestOptions, ingest_paths
+    from edge.timeline import parse_moment
+    from tests.conftest import FOOTAGE
+
+    with Memory(tmp_path / "m.db") as memory:
+        pyr = Pyramid(memory, hub, PyramidOptions(max_facts=3, links=False))
+        report = ingest_paths(memory, hub, [shared(FOOTAGE / "everyday_reading.mp4")],
+                              IngestOptions(start=parse_moment("DAY3 10:00")), pyramid=pyr)
+        assert report.clips_added == 1
+        (clip,) = memory.all_clips()
+        facts = memory.facts_of([clip.id])[clip.id]
+        assert facts and all(clip.t_start <= f.t_start < f.t_end <= clip.t_end for f in facts)
+        assert all(f.keyframe in clip.keyframes for f in facts)
+        assert (frames_dir(memory.path) / facts[0].keyframe).is_file()
+        assert memory.clip_nodes([clip.id])[clip.id].summary
+        day = memory.global_node("DAY3")  # finalized at the end of the run
+        assert day is not None and day.clip_count == 1 and memory.global_node("") is not None
