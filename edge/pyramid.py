@@ -425,18 +425,19 @@ class Pyramid:
         llm = self.hub.llm("memory_llm")
         prev = self.memory.global_node(day)
         what = f"the day {day}" if day else "all the days so far"
-        before = llm.truncate(prev.text, 400) if prev else "(nothing yet)"
-        body = "\n".join(llm.truncate(i, 70) for i in items)
+        per_item = 70 if day else max(70, 600 // max(1, len(items)))  # clip vs day summaries
+        body = "\n".join(llm.truncate(i, per_item) for i in items)
+        sections = f"NEW EVENTS:\n{body}\n\nUPDATED SUMMARY:"
+        if prev:
+            sections = f"SUMMARY SO FAR:\n{llm.truncate(prev.text, 400)}\n\n{sections}"
         self.counts.global_updates += 1
         try:
             res = llm.chat(
                 [{"role": "system", "content": GLOBAL_PROMPT.format(
                     what=what, words=self.options.global_words)},
-                 {"role": "user", "content": f"SUMMARY SO FAR:\n{before}\n\nNEW EVENTS:\n"
-                  f"{body}\n\nUPDATED SUMMARY:"}],
+                 {"role": "user", "content": sections}],
                 role=ROLE_GLOBAL, max_tokens=int(self.options.global_words * 2))
-            text = re.sub(r"^\s*(UPDATED SUMMARY|SUMMARY SO FAR)\s*:\s*", "", res.text,
-                          flags=re.IGNORECASE).strip()
+            text = _summary_text(res.text)
         except ContextOverflowError:
             text = ""
         if len(text) >= 20:
@@ -470,6 +471,14 @@ class Pyramid:
                                            t_upto=max(n.t_upto for n in fresh),
                                            clip_count=total)
         self._tick("global", t0)
+
+
+def _summary_text(reply: str) -> str:
+    """The summary in a global-node reply: section labels the small model echoes removed;
+    ``''`` when it echoed the instructions instead of summarizing (measured on the 0.5B)."""
+    text = re.sub(r"(?im)^\s*(UPDATED SUMMARY|SUMMARY SO FAR|NEW EVENTS)\s*:\s*", "", reply)
+    text = text.replace("(nothing yet)", "").strip()
+    return "" if "keep what still matters" in text.lower() else text
 
 
 def _when(memory: Memory, fact: Fact) -> str:

@@ -146,6 +146,15 @@ def test_a_clip_with_bad_fact_vectors_stores_nothing(memory):
         assert memory.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
 
 
+def test_echoed_prompt_sections_are_not_taken_for_a_summary():
+    from edge.pyramid import _summary_text
+
+    assert _summary_text("UPDATED SUMMARY: At 11:10 I open the box.") == "At 11:10 I open the box."
+    assert _summary_text("(nothing yet)\n\nNEW EVENTS:\n[11:10] I open the box") == (
+        "[11:10] I open the box")
+    assert _summary_text("keep what still matters, add the new events in time order") == ""
+
+
 # ---- the real memory LLM -----------------------------------------------------------------
 
 def test_cut_off_json_falls_back_to_marked_extractive_facts(hub):
@@ -287,13 +296,12 @@ def test_cli_ingest_captions_builds_a_pyramid_and_stats_shows_it(tmp_path):
 def test_footage_ingest_builds_the_pyramid_with_keyframes(hub, tmp_path):
     from edge.config import frames_dir
     from edge.ingest import IngestOptions, ingest_paths
-    from edge.timeline import parse_moment
     from tests.conftest import FOOTAGE
 
     with Memory(tmp_path / "m.db") as memory:
         pyr = Pyramid(memory, hub, PyramidOptions(max_facts=3, links=False))
         report = ingest_paths(memory, hub, [shared(FOOTAGE / "everyday_reading.mp4")],
-                              IngestOptions(start=parse_moment("DAY3 10:00")), pyramid=pyr)
+                              IngestOptions(), pyramid=pyr)
         assert report.clips_added == 1
         (clip,) = memory.all_clips()
         facts = memory.facts_of([clip.id])[clip.id]
@@ -301,5 +309,5 @@ def test_footage_ingest_builds_the_pyramid_with_keyframes(hub, tmp_path):
         assert all(f.keyframe in clip.keyframes for f in facts)
         assert (frames_dir(memory.path) / facts[0].keyframe).is_file()
         assert memory.clip_nodes([clip.id])[clip.id].summary
-        day = memory.global_node("DAY3")  # finalized at the end of the run
+        day = memory.global_node(clip.day)  # finalized at the end of the run
         assert day is not None and day.clip_count == 1 and memory.global_node("") is not None
