@@ -17,6 +17,7 @@ from pathlib import Path
 from edge.ingest import SourceResult, file_sha256, index_texts, store_clip
 from edge.keys import ClipKeys, extract_keys
 from edge.media import shown
+from edge.pyramid import Pyramid
 from edge.store import INDEX_TYPES, Memory
 from edge.timeline import day_clock, egolife_time
 
@@ -87,6 +88,7 @@ def ingest_caption_file(
     limit: int | None = None,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    pyramid: Pyramid | None = None,
 ) -> SourceResult:
     """Add the records of a caption file as clips with their four keys and vectors.
 
@@ -96,6 +98,11 @@ def ingest_caption_file(
     is known by its hash (an interrupted run resumes), and a record whose times and caption
     are already stored — from this file or another, e.g. a multi-day file that contains the
     day file — is skipped. ``records`` may be passed when the caller already parsed the file.
+
+    With ``pyramid`` (:class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid fact
+    nodes, clip node and relational links from one memory-LLM call per clip (the file's keys
+    are kept unless ``extract``), and the global nodes are updated every K clips and at the
+    end (:meth:`~edge.pyramid.Pyramid.finalize`).
     """
     path = Path(path)
     records = read_caption_file(path) if records is None else records
@@ -129,6 +136,18 @@ def ingest_caption_file(
                 duplicates += 1
                 continue
             todo.append((i, r))
+        if pyramid is not None:  # one clip at a time: each costs LLM calls
+            if on_progress and len(wanted[lo:lo + batch]) > len(todo):
+                on_progress(len(wanted[lo:lo + batch]) - len(todo))
+            for i, r in todo:
+                file_keys = (ClipKeys(**r.keys, origin="file")
+                             if r.keys is not None and not extract else None)
+                pyramid.add_clip(source_id=source_id, idx=i, t_start=r.t_start, t_end=r.t_end,
+                                 clock="dayclock", caption=r.text, file_keys=file_keys)
+                result.clips_added += 1
+                if on_progress:
+                    on_progress(1)
+            continue
         keys_list: list[ClipKeys] = []
         for _, r in todo:
             if r.keys is not None and not extract:
@@ -145,6 +164,8 @@ def ingest_caption_file(
             result.clips_added += 1
         if on_progress:
             on_progress(len(wanted[lo:lo + batch]))
+    if pyramid is not None:
+        pyramid.finalize()
     result.duration = sum(r.t_end - r.t_start for r in wanted)
     notes = []
     if duplicates:

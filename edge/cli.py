@@ -119,6 +119,36 @@ def _progress(total: float, unit: str, desc: str):
 
 # ---- ingest ------------------------------------------------------------------------------
 
+def _pyramid_options(fn):
+    """PyraVid pyramid switches shared by ``ingest`` and ``ingest-captions``."""
+    opts = [
+        click.option("--pyramid/--no-pyramid", "pyramid", default=True, show_default=True,
+                     help="Build the PyraVid pyramid (facts, clip and global nodes, links): "
+                          "one memory-LLM call per clip for keys+facts+summary. --no-pyramid: "
+                          "keys only (cheaper)."),
+        click.option("--links/--no-links", "links", default=True, show_default=True,
+                     help="Judge relational fact links with the memory LLM (one more call "
+                          "per clip that has similar earlier facts)."),
+        click.option("--max-candidates", type=click.IntRange(1, 30), default=6,
+                     show_default=True, help="Fact pairs judged per clip (relational links)."),
+        click.option("--global-every", type=click.IntRange(1, 1000), default=20,
+                     show_default=True, help="Clips per update of a day's global node (K)."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _make_pyramid(memory, hub, pyramid: bool, links: bool, max_candidates: int,
+                  global_every: int):
+    if not pyramid:
+        return None
+    from edge.pyramid import Pyramid, PyramidOptions
+
+    return Pyramid(memory, hub, PyramidOptions(links=links, max_candidates=max_candidates,
+                                               global_every=global_every))
+
+
 @main.command()
 @_memory_options
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -132,9 +162,11 @@ def _progress(total: float, unit: str, desc: str):
 @click.option("--audio-offset", type=float, default=0.0, show_default=True, metavar="SECONDS",
               help="With --audio: how many seconds after the video's start the audio begins.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@_pyramid_options
 @click.pass_obj
 def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Path | None,
-           audio_offset: float, as_json: bool) -> None:
+           audio_offset: float, as_json: bool, pyramid: bool, links: bool,
+           max_candidates: int, global_every: int) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
     from edge.ingest import IngestOptions, ingest_paths
     from edge.timeline import parse_moment
@@ -164,7 +196,9 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Pat
         hub = state.hub()
         try:
             report = ingest_paths(memory, hub, paths, options, on_progress=on_progress,
-                                  on_total=on_total)
+                                  on_total=on_total,
+                                  pyramid=_make_pyramid(memory, hub, pyramid, links,
+                                                        max_candidates, global_every))
         except KeyboardInterrupt:
             click.echo("\nInterrupted. Every clip stored so far is kept; run the same command "
                        "again to resume where it stopped.", err=True)
@@ -214,9 +248,11 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Pat
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only the first N records (a later run without it adds the rest).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@_pyramid_options
 @click.pass_obj
 def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | None,
-                    as_json: bool) -> None:
+                    as_json: bool, pyramid: bool, links: bool, max_candidates: int,
+                    global_every: int) -> None:
     """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
     from edge.captions import ingest_caption_file, read_caption_file
 
@@ -231,13 +267,16 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
     with _open_memory(state, create=True) as memory:
         hub = state.hub()
         mark = hub.usage.mark()
-        result = ingest_caption_file(memory, hub, file, records=records, extract=extract_keys,
-                                     limit=limit,
-                                     on_total=on_total,
-                                     on_progress=lambda n: bar.update(n) if bar else None)
-        if bar is not None:
-            bar.close()
-        memory.record_calls("ingest-captions", hub.usage.records[mark:])
+        try:
+            result = ingest_caption_file(
+                memory, hub, file, records=records, extract=extract_keys, limit=limit,
+                on_total=on_total, on_progress=lambda n: bar.update(n) if bar else None,
+                pyramid=_make_pyramid(memory, hub, pyramid, links, max_candidates,
+                                      global_every))
+        finally:
+            if bar is not None:
+                bar.close()
+            memory.record_calls("ingest-captions", hub.usage.records[mark:])
         stats = memory.stats()
         usage = hub.usage.summary(mark)
     out = {"source": result.__dict__, "seconds": round(time.perf_counter() - t0, 2),
@@ -394,6 +433,14 @@ def stats(state: _State, as_json: bool) -> None:
     click.echo(f"memory   {state.memory_path}")
     click.echo(f"sources  {s['sources']}\nclips    {s['clips']}\nkeys     {s['keys']}")
     click.echo(f"hours    {s['hours']:.2f}\ndays     {', '.join(s['days']) or '-'}")
+    pyr = s["pyramid"]
+    click.echo(f"facts    {pyr['facts']}" + (f" ({pyr['facts_extractive']} extractive)"
+                                             if pyr["facts_extractive"] else ""))
+    click.echo(f"clip nodes   {pyr['clip_nodes']}")
+    for day, g in pyr["global_nodes"].items():
+        click.echo(f"global node  {day:10} version {g['versions']}, {g['clips']} clips")
+    for kind, n in pyr["links"].items():
+        click.echo(f"links    {kind:28} {n}")
     if s["partial_sources"]:
         click.echo(f"partial  {len(s['partial_sources'])} source(s) not finished (run the same "
                    "ingest again to resume): " + ", ".join(s["partial_sources"]))

@@ -206,6 +206,7 @@ def ingest_paths(
     *,
     on_progress: Callable[[str, float], None] | None = None,
     on_total: Callable[[float], None] | None = None,
+    pyramid=None,
 ) -> IngestReport:
     """Ingest files and folders into ``memory`` using ``hub``'s roles.
 
@@ -217,7 +218,9 @@ def ingest_paths(
     must be given (:class:`MediaError` otherwise).
 
     Each stage's wall time is measured and the run is stored in the ``runs`` table
-    (also when the run stops early), its id in :attr:`IngestReport.run_id`.
+    (also when the run stops early), its id in :attr:`IngestReport.run_id`. With ``pyramid``
+    (an :class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and
+    links, and the global nodes are finalized at the end (charged to ``memory_llm``).
     """
     options = options or IngestOptions()
     t0 = time.perf_counter()
@@ -249,7 +252,7 @@ def ingest_paths(
             try:
                 results.append(_ingest_one(memory, hub, info, clock, options, on_progress,
                                            stages=clock_s, media=media,
-                                           audio_info=audio_info))
+                                           audio_info=audio_info, pyramid=pyramid))
             except MediaError as e:
                 results.append(SourceResult(shown(path), "failed", message=str(e)))
             except StoreError:
@@ -261,6 +264,9 @@ def ingest_paths(
                     shown(path), "failed",
                     message=f"stopped by {e.__class__.__name__}: {e}; clips stored so far are "
                             "kept and a re-run resumes this file"))
+        if pyramid is not None:
+            with clock_s.stage("memory_llm"):
+                pyramid.finalize()
         status = "done"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -302,7 +308,8 @@ def _probe_separate_audio(options: IngestOptions,
 
 def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
                 options: IngestOptions, on_progress, *, stages: StageClock,
-                media: list[float], audio_info: MediaInfo | None = None) -> SourceResult:
+                media: list[float], audio_info: MediaInfo | None = None,
+                pyramid=None) -> SourceResult:
     path = info.path
     with stages.stage("decode"):
         digest = file_sha256(path)
@@ -351,17 +358,30 @@ def _ingest_one(memory: Memory, hub, info: MediaInfo, clock: _StartClock,
         transcript = transcript_for(segments, span.start, span.end)
         with stages.stage("caption"):
             cap = captioner.caption(span.frames, transcript, span.duration)
-        with stages.stage("memory_llm"):
-            keys = extract_keys(memory_llm, cap.text)
-        with stages.stage("embed"):
-            vectors = embedder.embed(index_texts(keys, cap.text))
-        with stages.stage("store"):
-            keyframes = _save_keyframes(span, kf_dir, f"c{span.index:05d}", options.keyframes,
-                                        options.keyframe_side)
-            store_clip(memory, vectors, source_id=source_id, idx=span.index,
-                       t_start=t_origin + span.start, t_end=t_origin + span.end,
-                       clock=source_clock, caption=cap.text, transcript=transcript,
-                       keyframes=keyframes, signals=cap.signals, keys=keys)
+        if pyramid is not None:  # PyraVid: keys + facts + clip node in one call, links, global
+            with stages.stage("store"):
+                keyframes = _save_keyframes(span, kf_dir, f"c{span.index:05d}",
+                                            options.keyframes, options.keyframe_side)
+            before = dict(pyramid.counts.seconds)
+            pyramid.add_clip(source_id=source_id, idx=span.index, t_start=t_origin + span.start,
+                             t_end=t_origin + span.end, clock=source_clock, caption=cap.text,
+                             transcript=transcript, keyframes=keyframes, signals=cap.signals)
+            for name, secs in pyramid.counts.seconds.items():
+                stage = name if name in ("embed", "store") else "memory_llm"
+                stages.seconds[stage] = (stages.seconds.get(stage, 0.0) + secs
+                                         - before.get(name, 0.0))
+        else:
+            with stages.stage("memory_llm"):
+                keys = extract_keys(memory_llm, cap.text)
+            with stages.stage("embed"):
+                vectors = embedder.embed(index_texts(keys, cap.text))
+            with stages.stage("store"):
+                keyframes = _save_keyframes(span, kf_dir, f"c{span.index:05d}",
+                                            options.keyframes, options.keyframe_side)
+                store_clip(memory, vectors, source_id=source_id, idx=span.index,
+                           t_start=t_origin + span.start, t_end=t_origin + span.end,
+                           clock=source_clock, caption=cap.text, transcript=transcript,
+                           keyframes=keyframes, signals=cap.signals, keys=keys)
         result.clips_added += 1
         media[0] += span.duration
         if on_progress:

@@ -4,6 +4,9 @@
 Schema changes are named, append-only migrations recorded in ``_migrations`` (simonw/llm
 style): never edit a shipped step, add a new one. A clip, its keys and their vectors are
 written in one transaction, so a killed process leaves either the whole clip or nothing.
+m003 adds the PyraVid pyramid (§3.2): fact nodes (with vectors in ``fact_vec`` and text in
+FTS), clip nodes, versioned global nodes and links, written with the clip (facts, clip node,
+fact→clip links) or by :mod:`edge.pyramid` (relational links, global versions).
 """
 
 from __future__ import annotations
@@ -59,6 +62,69 @@ class Source:
     duration: float
     n_clips: int
     status: str
+
+
+@dataclass
+class Fact:
+    """A fact node (PyraVid §3.2): one fine-grained, timestamped event inside a clip.
+
+    ``t_start``/``t_end`` are timeline seconds inside the clip; ``kind`` is action, speech,
+    object, person or scene; ``origin`` is ``llm`` or ``extractive`` (cut from the caption when
+    the memory LLM failed); ``keyframe`` is a path under ``<memory>.frames/`` or ``None``.
+    ``id``/``clip_id`` are 0 until stored.
+    """
+
+    text: str
+    kind: str
+    t_start: float
+    t_end: float
+    origin: str
+    names: list[str] = field(default_factory=list)
+    keyframe: str | None = None
+    id: int = 0
+    clip_id: int = 0
+
+
+@dataclass(frozen=True)
+class ClipNode:
+    """A clip node (PyraVid §3.2): the clip's summary and scene; ``origin`` llm|extractive."""
+
+    clip_id: int
+    summary: str
+    scene: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class GlobalNode:
+    """One version of a global node (PyraVid §3.2, App. B.3): the evolving summary of a day
+    (``scope='day'``) or of everything (``scope='all'``, ``day=''``) after ``clip_count``
+    clips, the last of them ending at ``t_upto`` (timeline seconds)."""
+
+    id: int
+    scope: str
+    day: str
+    version: int
+    text: str
+    clip_count: int
+    t_upto: float
+    origin: str
+    updated: float
+
+
+@dataclass(frozen=True)
+class Link:
+    """An edge of the memory graph (PyraVid §3.2 "Link Construction"): ``kind`` is
+    ``hierarchical`` (fact→clip, clip→global) or ``relational`` (fact→earlier fact, and the
+    clip→earlier clip links they induce, ``weight`` = number of fact links)."""
+
+    src_kind: str
+    src_id: int
+    dst_kind: str
+    dst_id: int
+    kind: str
+    weight: float
+    relation: str
 
 
 # ---- migrations -------------------------------------------------------------------------
@@ -146,6 +212,81 @@ def _m002_clip_text_fts(db) -> None:
     )
 
 
+def _m003_pyramid(db) -> None:
+    """The PyraVid pyramid (PyraVid §3.2, App. B.3): fact nodes, clip nodes, versioned global
+    nodes, hierarchical/relational links, fact vectors, and fact text in the FTS index."""
+    db.execute(
+        """
+        CREATE TABLE facts(
+            id INTEGER PRIMARY KEY,
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            t_start REAL NOT NULL,            -- timeline seconds, inside the clip
+            t_end REAL NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,               -- action | speech | object | person | scene
+            names TEXT NOT NULL DEFAULT '[]', -- names mentioned (JSON list)
+            keyframe TEXT,                    -- path under <memory>.frames/, NULL without video
+            origin TEXT NOT NULL              -- llm | extractive
+        );
+        CREATE INDEX facts_by_clip ON facts(clip_id);
+        CREATE TABLE nodes_clip(
+            clip_id INTEGER PRIMARY KEY REFERENCES clips(id),
+            summary TEXT NOT NULL,
+            scene TEXT NOT NULL,
+            origin TEXT NOT NULL              -- llm | extractive
+        );
+        CREATE TABLE nodes_global(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL CHECK (scope IN ('day', 'all')),
+            day TEXT NOT NULL,                -- the day label, or '' for scope 'all'
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            clip_count INTEGER NOT NULL,      -- clips integrated so far (this and older versions)
+            t_upto REAL NOT NULL,             -- end of the last clip integrated (timeline s)
+            origin TEXT NOT NULL,             -- llm | extractive
+            updated REAL NOT NULL,            -- Unix time of this version
+            UNIQUE(scope, day, version)
+        );
+        CREATE TABLE links(
+            id INTEGER PRIMARY KEY,
+            src_kind TEXT NOT NULL CHECK (src_kind IN ('fact', 'clip', 'global')),
+            src_id INTEGER NOT NULL,
+            dst_kind TEXT NOT NULL CHECK (dst_kind IN ('fact', 'clip', 'global')),
+            dst_id INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('hierarchical', 'relational')),
+            weight REAL NOT NULL DEFAULT 1,
+            relation TEXT NOT NULL DEFAULT '',
+            UNIQUE(src_kind, src_id, dst_kind, dst_id, kind)
+        );
+        CREATE INDEX links_by_dst ON links(dst_kind, dst_id);
+        CREATE VIRTUAL TABLE fact_text USING fts5(
+            text, tokenize = 'unicode61 remove_diacritics 2'
+        );
+        DROP TABLE clip_text;
+        CREATE VIRTUAL TABLE clip_text USING fts5(
+            caption, transcript, keys, facts,
+            tokenize = 'unicode61 remove_diacritics 2'
+        );
+        """
+    )
+    db.execute(
+        "INSERT INTO clip_text(rowid, caption, transcript, keys, facts) "
+        "SELECT c.id, c.caption, c.transcript, coalesce(group_concat(k.text, ' | '), ''), '' "
+        "FROM clips c LEFT JOIN keys k ON k.clip_id = c.id AND k.type != 'caption' "
+        "GROUP BY c.id"
+    )
+    db.execute(
+        f"""
+        CREATE VIRTUAL TABLE fact_vec USING vec0(
+            fact_id INTEGER PRIMARY KEY,
+            day TEXT,
+            clip_end FLOAT,
+            embedding FLOAT[{EMBED_DIM}] distance_metric=cosine
+        )
+        """
+    )
+
+
 def _m004_runs(db) -> None:
     """Cost accounting per run (issue 3 item 6): wall seconds per ingest stage and the
     seconds of footage processed, so ``edge stats`` can report real-time factors; calls gain
@@ -176,6 +317,7 @@ def _m004_runs(db) -> None:
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
+    ("m003_pyramid", _m003_pyramid),
     ("m004_runs", _m004_runs),
 ]
 
@@ -335,12 +477,20 @@ class Memory:
         signals: dict,
         keys: dict[str, tuple[str, str]],
         vectors: dict[str, np.ndarray],
+        facts: Sequence[Fact] = (),
+        fact_vectors: np.ndarray | None = None,
+        clip_node: tuple[str, str, str] | None = None,
     ) -> int:
         """Store one clip with its keys and key vectors in ONE transaction; returns its id.
 
         ``keys`` maps a type in :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps
         the same types to 384-d float32 unit vectors. A clip already stored under
         ``(source_id, idx)`` is left as it is and its id returned.
+
+        PyraVid pyramid (§3.2), in the same transaction: ``facts`` with their
+        ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
+        hierarchical fact→clip link each) and ``clip_node = (summary, scene, origin)``. Raises
+        ``ValueError`` (nothing stored) when a vector has the wrong shape.
         """
         with self._write():
             row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
@@ -368,12 +518,41 @@ class Memory:
                     "INSERT INTO key_vec(key_id, key_type, clip_end, embedding) VALUES(?,?,?,?)",
                     (key_id, ktype, float(t_end), vec.tobytes()),
                 )
+            self._add_facts(clip_id, day, t_end, facts, fact_vectors)
+            if clip_node is not None:
+                self.db.execute("INSERT INTO nodes_clip(clip_id, summary, scene, origin) "
+                                "VALUES(?,?,?,?)", (clip_id, *clip_node))
             self.db.execute(
-                "INSERT INTO clip_text(rowid, caption, transcript, keys) VALUES(?,?,?,?)",
+                "INSERT INTO clip_text(rowid, caption, transcript, keys, facts)"
+                " VALUES(?,?,?,?,?)",
                 (clip_id, caption, transcript,
-                 " | ".join(t for k, (t, _) in keys.items() if k != "caption")),
+                 " | ".join(t for k, (t, _) in keys.items() if k != "caption"),
+                 " | ".join(f.text for f in facts)),
             )
             return clip_id
+
+    def _add_facts(self, clip_id: int, day: str, clip_end: float, facts: Sequence[Fact],
+                   vectors: np.ndarray | None) -> None:
+        if not facts:
+            return
+        vecs = np.asarray(vectors if vectors is not None else (), dtype=np.float32)
+        if vecs.shape != (len(facts), EMBED_DIM):
+            raise ValueError(f"fact vectors have shape {vecs.shape}, expected "
+                             f"({len(facts)}, {EMBED_DIM})")
+        for f, vec in zip(facts, vecs):
+            self.db.execute(
+                "INSERT INTO facts(clip_id, t_start, t_end, text, kind, names, keyframe, origin)"
+                " VALUES(?,?,?,?,?,?,?,?)",
+                (clip_id, float(f.t_start), float(f.t_end), f.text, f.kind,
+                 json.dumps(list(f.names), ensure_ascii=False), f.keyframe, f.origin))
+            fid = self.db.last_insert_rowid()
+            f.id, f.clip_id = fid, clip_id
+            self.db.execute("INSERT INTO fact_vec(fact_id, day, clip_end, embedding)"
+                            " VALUES(?,?,?,?)", (fid, day, float(clip_end), vec.tobytes()))
+            self.db.execute("INSERT INTO fact_text(rowid, text) VALUES(?,?)", (fid, f.text))
+            self.db.execute(
+                "INSERT INTO links(src_kind, src_id, dst_kind, dst_id, kind) "
+                "VALUES('fact', ?, 'clip', ?, 'hierarchical')", (fid, clip_id))
 
     _CLIP_COLS = ("id, source_id, idx, t_start, t_end, day, day_start, caption, transcript,"
                   " keyframes")
@@ -481,6 +660,199 @@ class Memory:
         args.append(int(k))
         return [(cid, float(score)) for cid, score in self.db.execute(sql, args)]
 
+    # -- the PyraVid pyramid (facts, clip nodes, global nodes, links) ----------------------
+    _FACT_COLS = "id, clip_id, t_start, t_end, text, kind, names, keyframe, origin"
+
+    @staticmethod
+    def _fact(row) -> Fact:
+        fid, cid, t0, t1, text, kind, names, kf, origin = row
+        return Fact(text, kind, t0, t1, origin, json.loads(names), kf, fid, cid)
+
+    def facts(self, ids: Iterable[int]) -> dict[int, Fact]:
+        """Fact nodes by id (missing ids are absent)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {r[0]: self._fact(r) for r in self.db.execute(
+            f"SELECT {self._FACT_COLS} FROM facts WHERE id IN ({marks})", ids)}
+
+    def facts_of(self, clip_ids: Iterable[int]) -> dict[int, list[Fact]]:
+        """The fact nodes of each clip in time order, ``{clip_id: [Fact, ...]}`` (a clip
+        without facts maps to ``[]``). PyraVid B.4: a clip seed expands to all its facts."""
+        ids = list(dict.fromkeys(clip_ids))
+        out: dict[int, list[Fact]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        marks = ",".join("?" * len(ids))
+        for r in self.db.execute(f"SELECT {self._FACT_COLS} FROM facts WHERE clip_id IN "
+                                 f"({marks}) ORDER BY clip_id, t_start, id", ids):
+            out[r[1]].append(self._fact(r))
+        return out
+
+    def knn_facts(self, query: np.ndarray, k: int, before: float | None = None,
+                  day: str | None = None) -> list[tuple[int, float]]:
+        """Top-``k`` ``(fact_id, cosine similarity)`` for a 384-d unit ``query``, best first.
+
+        ``before`` (timeline seconds: facts of clips ending by then) and ``day`` (a day label)
+        are vec0 metadata constraints applied inside the KNN, so they never drop results after
+        the top-k was cut (PyraVid B.3/B.4 seed retrieval, time-scoped). ``k`` ≤ 4096.
+        """
+        k = max(1, min(int(k), 4096))
+        sql = "SELECT fact_id, distance FROM fact_vec WHERE embedding MATCH ? AND k = ?"
+        args: list = [np.asarray(query, dtype=np.float32).tobytes(), k]
+        if before is not None:
+            sql += " AND clip_end <= ?"
+            args.append(float(before))
+        if day is not None:
+            sql += " AND day = ?"
+            args.append(day)
+        return [(int(fid), 1.0 - float(d)) for fid, d in self.db.execute(sql, args)]
+
+    def bm25_facts(self, match: str, k: int,
+                   before: float | None = None) -> list[tuple[int, float]]:
+        """Top-``k`` ``(fact_id, BM25 score)`` for an FTS5 ``match`` over fact texts, best
+        first (larger is better); the time scope applies before the cut."""
+        sql = ("SELECT t.rowid, -bm25(fact_text) AS score FROM fact_text t JOIN facts f "
+               "ON f.id = t.rowid JOIN clips c ON c.id = f.clip_id WHERE fact_text MATCH ?")
+        args: list = [match]
+        if before is not None:
+            sql += " AND c.t_end <= ?"
+            args.append(float(before))
+        sql += " ORDER BY score DESC, t.rowid LIMIT ?"
+        args.append(int(k))
+        return [(fid, float(score)) for fid, score in self.db.execute(sql, args)]
+
+    def clip_nodes(self, clip_ids: Iterable[int]) -> dict[int, ClipNode]:
+        """Clip nodes (summary, scene) by clip id; clips built without the pyramid are absent."""
+        ids = list(dict.fromkeys(clip_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {r[0]: ClipNode(*r) for r in self.db.execute(
+            f"SELECT clip_id, summary, scene, origin FROM nodes_clip WHERE clip_id IN ({marks})",
+            ids)}
+
+    def links_from(self, kind: str, ids: Iterable[int], *, link_kind: str | None = None,
+                   both: bool = True) -> list[Link]:
+        """Links touching the ``kind`` nodes (``fact``, ``clip`` or ``global``) ``ids``.
+
+        With ``both`` (default) links where the nodes are the destination come back too
+        (relational links are stored once, newer → older, but mean "related" both ways).
+        ``link_kind`` keeps only ``hierarchical`` or ``relational`` links. PyraVid B.4
+        expansion walks these.
+        """
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        cond = f"(src_kind = ? AND src_id IN ({marks}))"
+        args: list = [kind, *ids]
+        if both:
+            cond += f" OR (dst_kind = ? AND dst_id IN ({marks}))"
+            args += [kind, *ids]
+        sql = ("SELECT src_kind, src_id, dst_kind, dst_id, kind, weight, relation FROM links "
+               f"WHERE ({cond})")
+        if link_kind is not None:
+            sql += " AND kind = ?"
+            args.append(link_kind)
+        return [Link(*r) for r in self.db.execute(sql + " ORDER BY id", args)]
+
+    def add_relational_links(self, pairs: Sequence[tuple[int, int, str]]) -> None:
+        """Store accepted fact→fact relations ``(fact_id, earlier_fact_id, relation)`` and the
+        clip→clip links they induce (weight = number of fact links), in one transaction
+        (PyraVid App. B.3 "Clip Memory Graph")."""
+        if not pairs:
+            return
+        with self._write():
+            for src, dst, relation in pairs:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO links(src_kind, src_id, dst_kind, dst_id, kind,"
+                    " relation) VALUES('fact', ?, 'fact', ?, 'relational', ?)",
+                    (src, dst, relation))
+                if self.db.changes() == 0:
+                    continue
+                a, b = (self.db.execute("SELECT clip_id FROM facts WHERE id = ?",
+                                        (fid,)).fetchone()[0] for fid in (src, dst))
+                if a == b:
+                    continue
+                self.db.execute(
+                    "INSERT INTO links(src_kind, src_id, dst_kind, dst_id, kind, weight) "
+                    "VALUES('clip', ?, 'clip', ?, 'relational', 1) "
+                    "ON CONFLICT(src_kind, src_id, dst_kind, dst_id, kind) "
+                    "DO UPDATE SET weight = weight + 1", (a, b))
+
+    def global_node(self, day: str = "", before: float | None = None) -> GlobalNode | None:
+        """The latest global node of ``day`` (a day label; ``''`` = the overall node), or the
+        latest version that only integrates clips ending by ``before`` (timeline seconds), so a
+        question asked at time t never sees a summary of later footage."""
+        scope = "all" if not day else "day"
+        sql = ("SELECT id, scope, day, version, text, clip_count, t_upto, origin, updated "
+               "FROM nodes_global WHERE scope = ? AND day = ?")
+        args: list = [scope, day]
+        if before is not None:
+            sql += " AND t_upto <= ?"
+            args.append(float(before))
+        row = self.db.execute(sql + " ORDER BY version DESC LIMIT 1", args).fetchone()
+        return GlobalNode(*row) if row else None
+
+    def clips_without_global(self, day: str) -> list[Clip]:
+        """Clips of ``day`` that have a clip node but no clip→global link yet, in time order
+        (those the next global update integrates)."""
+        return [self._clip(r) for r in self.db.execute(
+            f"SELECT {', '.join('c.' + c.strip() for c in self._CLIP_COLS.split(','))} "
+            "FROM clips c JOIN nodes_clip n ON n.clip_id = c.id WHERE c.day = ? AND NOT EXISTS("
+            "SELECT 1 FROM links l WHERE l.src_kind = 'clip' AND l.src_id = c.id AND "
+            "l.dst_kind = 'global' AND l.kind = 'hierarchical') ORDER BY c.t_start, c.id",
+            (day,))]
+
+    def add_global_version(self, *, day: str, text: str, origin: str,
+                           clip_ids: Sequence[int], t_upto: float,
+                           clip_count: int | None = None) -> GlobalNode:
+        """Store the next version of a global node (``day=''`` for the overall node) and the
+        hierarchical clip→global links of the ``clip_ids`` it integrated, in one transaction.
+        ``clip_count`` defaults to the previous version's count plus ``len(clip_ids)``."""
+        scope = "all" if not day else "day"
+        with self._write():
+            prev = self.global_node(day)
+            version = prev.version + 1 if prev else 1
+            count = clip_count if clip_count is not None else (
+                (prev.clip_count if prev else 0) + len(clip_ids))
+            t_upto = max(float(t_upto), prev.t_upto if prev else float("-inf"))
+            self.db.execute(
+                "INSERT INTO nodes_global(scope, day, version, text, clip_count, t_upto, origin,"
+                " updated) VALUES(?,?,?,?,?,?,?,?)",
+                (scope, day, version, text, count, t_upto, origin, time.time()))
+            gid = self.db.last_insert_rowid()
+            if scope == "day":
+                for cid in clip_ids:
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO links(src_kind, src_id, dst_kind, dst_id, kind) "
+                        "VALUES('clip', ?, 'global', ?, 'hierarchical')", (cid, gid))
+            return self.global_node(day)
+
+    def pyramid_stats(self) -> dict:
+        """Pyramid counts: facts (and how many extractive), clip nodes, global nodes per day
+        (versions and latest clip count), links by kind and node kinds."""
+        q = self.db.execute
+        links: dict[str, int] = {}
+        for kind, sk, dk, n in q("SELECT kind, src_kind, dst_kind, count(*) FROM links "
+                                 "GROUP BY kind, src_kind, dst_kind ORDER BY 1, 2, 3"):
+            links[f"{kind} {sk}->{dk}"] = n
+        globals_ = {}
+        for day, versions, clips in q(
+                "SELECT day, count(*), max(clip_count) FROM nodes_global GROUP BY day "
+                "ORDER BY day"):
+            globals_[day or "all"] = {"versions": versions, "clips": clips}
+        return {
+            "facts": q("SELECT count(*) FROM facts").fetchone()[0],
+            "facts_extractive": q("SELECT count(*) FROM facts WHERE origin = 'extractive'"
+                                  ).fetchone()[0],
+            "clip_nodes": q("SELECT count(*) FROM nodes_clip").fetchone()[0],
+            "global_nodes": globals_,
+            "links": links,
+        }
+
     # -- accounting and stats
     def record_calls(self, command: str, records: Iterable, run_id: int | None = None) -> None:
         """Persist model call records (``models.CallRecord``) under ``command`` (and the
@@ -551,6 +923,7 @@ class Memory:
             "last_ingest": q("SELECT max(added_at) FROM sources").fetchone()[0],
             "partial_sources": [r[0] for r in q(
                 "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
+            "pyramid": self.pyramid_stats(),
         }
 
     def activity_by_hour(self) -> list[tuple[str, float, int, int]]:

@@ -57,7 +57,7 @@ class UsageMeter:
             d["tokens_in"] += r.tokens_in
             d["tokens_out"] += r.tokens_out
             d["seconds"] = round(d["seconds"] + r.seconds, 3)
-        llm = [r for r in recs if r.role in LLM_ROLES]
+        llm = [r for r in recs if r.role.split(".")[0] in LLM_ROLES]  # memory_llm.links too
         return {
             "llm": {
                 "calls": len(llm),

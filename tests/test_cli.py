@@ -68,7 +68,8 @@ def test_doctor_reports_every_role_working(run):
 @pytest.mark.slow
 def test_ingest_captions_then_ask_json(run, tmp_path):
     mem = str(tmp_path / "day1.db")
-    r = run("ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "30", "--memory", mem,
+    r = run("ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "30", "--no-pyramid",
+            "--memory", mem,
             "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.output[r.output.index("{"):])

@@ -25,7 +25,8 @@ def test_sigkill_mid_ingest_then_restart_stores_every_clip_once(tmp_path):
     mem = tmp_path / "kill.db"
     env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
            "EDGE_MODELS_DIR": str(models_dir())}
-    args = ("--memory", str(mem), "ingest-captions", str(day1), "--limit", "200")
+    args = ("--memory", str(mem), "ingest-captions", str(day1), "--limit", "200",
+            "--no-pyramid")
     proc = _edge(*args, env=env)
     deadline = time.monotonic() + 120
     stored = 0

@@ -1,0 +1,313 @@
+"""The PyraVid pyramid (PyraVid §3.2, App. B.1/B.3) on real SQLite + sqlite-vec and the real
+0.5B memory LLM: migration m003 from the m002 schema, facts/clip/global nodes and links from
+EgoLife captions, fact KNN inside a time scope, and the marked fallback on cut-off JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edge.captions import ingest_caption_file, read_caption_file
+from edge.pyramid import ROLE_LINKS, Pyramid, PyramidOptions, extract_clip_memory
+from edge.store import INDEX_TYPES, MIGRATIONS, Fact, Memory, _connect
+from tests.conftest import EGOLIFE_DAY1, shared
+
+N_CLIPS = 10
+K = 4
+
+
+def _unit(rng, n):
+    v = rng.normal(size=(n, 384)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+# ---- store: migration and pyramid tables (no model) ---------------------------------------
+
+def test_m003_migrates_an_m002_memory_and_keeps_its_clips(tmp_path):
+    path = tmp_path / "old.db"
+    db = _connect(path)
+    db.execute("CREATE TABLE _migrations(name TEXT PRIMARY KEY, applied_at REAL)")
+    for name, fn in MIGRATIONS[:2]:
+        assert name.startswith(("m001", "m002"))
+        fn(db)
+        db.execute("INSERT INTO _migrations VALUES(?, 0)", (name,))
+    db.execute("INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration, "
+               "n_clips, status, added_at) VALUES('x', 'h', 'captions', 'dayclock', 'file', "
+               "0, 30, 1, 'done', 0)")
+    db.execute("INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption) "
+               "VALUES(1, 0, 100, 130, 'DAY1', 0, 'Shure tightens a screwdriver')")
+    db.execute("INSERT INTO keys(clip_id, type, text, origin) VALUES(1, 'event', "
+               "'assembling a rack', 'file')")
+    db.execute("INSERT INTO clip_text(rowid, caption, transcript, keys) VALUES(1, "
+               "'Shure tightens a screwdriver', '', 'assembling a rack')")
+    db.close()
+
+    with Memory(path) as m:
+        names = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY name")]
+        assert names == [n for n, _ in MIGRATIONS] and "m003_pyramid" in names
+        assert m.bm25("screwdriver", 5) and m.bm25("rack", 5)  # backfilled into the new FTS
+        cols = [r[1] for r in m.db.execute("PRAGMA table_info(clip_text)")]
+        assert cols == ["caption", "transcript", "keys", "facts"]
+        for table in ("facts", "nodes_clip", "nodes_global", "links", "fact_vec", "fact_text"):
+            assert m.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+        assert m.pyramid_stats()["facts"] == 0
+    with Memory(path) as m:  # reopening applies nothing
+        assert m.migrate() == []
+
+
+def _clip_with_facts(m: Memory, sid: int, i: int, day: str, t0: float, fvecs: np.ndarray,
+                     rng) -> int:
+    kvecs = _unit(rng, len(INDEX_TYPES))
+    facts = [Fact(f"fact {i}.{j}", "action", t0 + 10 * j, t0 + 10 * j + 10, "llm")
+             for j in range(len(fvecs))]
+    return m.add_clip(source_id=sid, idx=i, t_start=t0, t_end=t0 + 30, day=day,
+                      day_start=0.0 if day == "DAY1" else 86400.0, caption=f"clip {i}",
+                      transcript="", keyframes=[], signals={},
+                      keys={k: (f"{k} {i}", "file") for k in INDEX_TYPES},
+                      vectors={k: kvecs[j] for j, k in enumerate(INDEX_TYPES)},
+                      facts=facts, fact_vectors=fvecs, clip_node=(f"summary {i}", "room", "llm"))
+
+
+def test_fact_knn_matches_numpy_inside_time_and_day_scopes(memory):
+    rng = np.random.default_rng(3)
+    sid = memory.add_source(path="s", sha256="s", kind="captions", clock="dayclock",
+                            start_from="file", t_start=0, duration=0, n_clips=40, info={})
+    vecs = _unit(rng, 40 * 3).reshape(40, 3, 384)
+    ends = []
+    for i in range(40):
+        day, t0 = ("DAY1", 36000 + 30 * i) if i < 25 else ("DAY2", 86400 + 36000 + 30 * i)
+        _clip_with_facts(memory, sid, i, day, t0, vecs[i], rng)
+        ends.append((day, t0 + 30))
+    flat = vecs.reshape(-1, 384)
+    q = _unit(rng, 1)[0]
+    before = ends[14][1]
+    for kwargs, keep in [
+        ({}, lambda c: True),
+        ({"before": before}, lambda c: ends[c][1] <= before),
+        ({"day": "DAY2"}, lambda c: ends[c][0] == "DAY2"),
+    ]:
+        got = memory.knn_facts(q, 8, **kwargs)
+        idx = [r for r in range(len(flat)) if keep(r // 3)]
+        sims = flat[idx] @ q
+        want = [idx[j] + 1 for j in np.argsort(-sims)[:8]]  # fact ids are 1-based, in order
+        assert [fid for fid, _ in got] == want
+        np.testing.assert_allclose([s for _, s in got], np.sort(sims)[::-1][:8], atol=1e-5)
+    # facts_of: in time order, with times inside the clip; hierarchical links fact→clip
+    facts = memory.facts_of([1, 2])
+    assert [f.text for f in facts[1]] == ["fact 0.0", "fact 0.1", "fact 0.2"]
+    links = memory.links_from("clip", [1], link_kind="hierarchical")
+    assert sorted(lk.src_id for lk in links if lk.src_kind == "fact") == [1, 2, 3]
+    assert memory.bm25_facts('"0.1"', 3)[0][0] == 2
+    assert memory.clip_nodes([1])[1].summary == "summary 0"
+
+
+def test_relational_links_induce_weighted_clip_links_and_global_versions_are_scoped(memory):
+    rng = np.random.default_rng(5)
+    sid = memory.add_source(path="s", sha256="s", kind="captions", clock="dayclock",
+                            start_from="file", t_start=0, duration=0, n_clips=3, info={})
+    for i in range(3):
+        _clip_with_facts(memory, sid, i, "DAY1", 100 + 30 * i, _unit(rng, 2), rng)
+    # facts 5,6 (clip 3) relate to facts 1,2 (clip 1); fact 4 to fact 3 (same clip 2: no clip link)
+    memory.add_relational_links([(5, 1, "same object"), (6, 2, "continues"), (4, 3, "cause")])
+    memory.add_relational_links([(5, 1, "same object")])  # again: nothing changes
+    rel = memory.links_from("clip", [3], link_kind="relational")
+    assert [(lk.src_id, lk.dst_id, lk.weight) for lk in rel] == [(3, 1, 2.0)]
+    assert {(lk.src_id, lk.dst_id) for lk in memory.links_from("fact", [1])
+            if lk.kind == "relational"} == {(5, 1)}
+
+    assert memory.global_node("DAY1") is None
+    memory.add_global_version(day="DAY1", text="morning", origin="llm", clip_ids=[1, 2],
+                              t_upto=160)
+    memory.add_global_version(day="DAY1", text="morning and noon", origin="llm", clip_ids=[3],
+                              t_upto=190)
+    assert memory.global_node("DAY1").version == 2
+    assert memory.global_node("DAY1").clip_count == 3
+    assert memory.global_node("DAY1", before=170).text == "morning"
+    assert memory.global_node("DAY1", before=150) is None
+    assert memory.clips_without_global("DAY1") == []
+    up = memory.links_from("global", [memory.global_node("DAY1").id], link_kind="hierarchical")
+    assert [lk.src_id for lk in up] == [3]
+    stats = memory.pyramid_stats()
+    assert stats["links"]["relational clip->clip"] == 1
+    assert stats["links"]["relational fact->fact"] == 3
+    assert stats["global_nodes"]["DAY1"] == {"versions": 2, "clips": 3}
+
+
+def test_a_clip_with_bad_fact_vectors_stores_nothing(memory):
+    sid = memory.add_source(path="s", sha256="s", kind="captions", clock="dayclock",
+                            start_from="file", t_start=0, duration=0, n_clips=1, info={})
+    with pytest.raises(ValueError, match="fact vectors"):
+        _clip_with_facts(memory, sid, 0, "DAY1", 0, np.ones((2, 10), np.float32),
+                         np.random.default_rng(0))
+    for table in ("clips", "keys", "key_vec", "facts", "fact_vec", "nodes_clip", "links",
+                  "clip_text", "fact_text"):
+        assert memory.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+def test_echoed_prompt_sections_are_not_taken_for_a_summary():
+    from edge.pyramid import _summary_text
+
+    assert _summary_text("UPDATED SUMMARY: At 11:10 I open the box.") == "At 11:10 I open the box."
+    assert _summary_text("(nothing yet)\n\nNEW EVENTS:\n[11:10] I open the box") == (
+        "[11:10] I open the box")
+    assert _summary_text("keep what still matters, add the new events in time order") == ""
+
+
+# ---- the real memory LLM -----------------------------------------------------------------
+
+def test_cut_off_json_falls_back_to_marked_extractive_facts(hub):
+    rec = read_caption_file(shared(EGOLIFE_DAY1))[3]
+    mark = hub.usage.mark()
+    cm = extract_clip_memory(hub.llm("memory_llm"), rec.text, t_start=rec.t_start,
+                             t_end=rec.t_end, options=PyramidOptions(max_tokens=8))
+    calls = hub.usage.records[mark:]
+    assert [c.role for c in calls] == ["memory_llm", "memory_llm"]  # the call and one repair
+    assert all(c.tokens_out <= 8 for c in calls)
+    assert cm.origin == "extractive" and cm.keys.origin == "extractive"
+    assert cm.facts and all(f.origin == "extractive" for f in cm.facts)
+    assert all(f.text[:20] in rec.text for f in cm.facts)  # cut from the caption itself
+    assert cm.summary and cm.summary in rec.text
+    assert cm.facts[0].t_start == rec.t_start and cm.facts[-1].t_end == rec.t_end
+
+
+@pytest.fixture(scope="module")
+def day_pyramid(hub, tmp_path_factory):
+    """The first N_CLIPS EgoLife DAY1 clips through the full pyramid (file keys kept)."""
+    path = tmp_path_factory.mktemp("pyr") / "memory.db"
+    memory = Memory(path)
+    mark = hub.usage.mark()
+    pyr = Pyramid(memory, hub, PyramidOptions(max_facts=3, global_every=K, link_floor=0.45,
+                                              max_candidates=4))
+    res = ingest_caption_file(memory, hub, shared(EGOLIFE_DAY1), limit=N_CLIPS, pyramid=pyr)
+    memory.record_calls("ingest-captions", hub.usage.records[mark:])
+    yield memory, pyr, res
+    memory.close()
+
+
+@pytest.mark.slow
+def test_egolife_clips_build_facts_clip_nodes_and_keep_file_keys(day_pyramid):
+    memory, pyr, res = day_pyramid
+    assert res.clips_added == N_CLIPS and pyr.counts.clips == N_CLIPS
+    clips = memory.all_clips()
+    facts = memory.facts_of(c.id for c in clips)
+    nodes = memory.clip_nodes(c.id for c in clips)
+    assert len(nodes) == N_CLIPS and all(n.summary and n.scene for n in nodes.values())
+    for c in clips:
+        assert 1 <= len(facts[c.id]) <= 3
+        for f in facts[c.id]:
+            assert c.t_start <= f.t_start < f.t_end <= c.t_end and f.text
+    n_llm = sum(f.origin == "llm" for fs in facts.values() for f in fs)
+    assert n_llm >= N_CLIPS // 2, "the 0.5B model should produce most clips' facts"
+    origins = {r[0] for r in memory.db.execute("SELECT DISTINCT origin FROM keys "
+                                               "WHERE type != 'caption'")}
+    assert origins == {"file"}
+    # every fact is linked to its clip, and every clip to a version of the DAY1 global node
+    for c in clips:
+        up = memory.links_from("clip", [c.id], link_kind="hierarchical")
+        assert {lk.src_id for lk in up if lk.src_kind == "fact"} == {f.id for f in facts[c.id]}
+        assert [lk.dst_kind for lk in up if lk.src_kind == "clip"] == ["global"]
+    # fact text is searchable like keys: BM25 over the clip text and over facts
+    word = next(w for w in facts[clips[0].id][0].text.split() if len(w) > 4).strip(".,“”\"'")
+    assert clips[0].id in {cid for cid, _ in memory.bm25(f'"{word}"', 20)}
+    assert memory.bm25_facts(f'"{word}"', 5)
+
+
+@pytest.mark.slow
+def test_day_global_node_is_updated_every_k_clips_and_at_the_end(day_pyramid):
+    memory, pyr, _ = day_pyramid
+    versions = list(memory.db.execute(
+        "SELECT version, clip_count, origin, text FROM nodes_global WHERE scope = 'day' "
+        "AND day = 'DAY1' ORDER BY version"))
+    # K=4: after clips 4 and 8, then the rest at the end of the run
+    assert [(v, n) for v, n, _, _ in versions] == [(1, 4), (2, 8), (3, N_CLIPS)]
+    assert all(len(t) >= 20 for *_, t in versions)
+    clips = memory.all_clips()
+    assert memory.global_node("DAY1", before=clips[5].t_end).version == 1
+    overall = memory.global_node("")
+    assert overall is not None and overall.clip_count == N_CLIPS
+    calls = dict(memory.db.execute("SELECT role, count(*) FROM calls GROUP BY role"))
+    assert calls["memory_llm.global"] == 4  # three day versions + the overall node
+    assert calls["memory_llm"] >= N_CLIPS
+
+
+@pytest.mark.slow
+def test_relational_candidates_are_judged_in_one_call_per_clip(day_pyramid, hub):
+    memory, pyr, _ = day_pyramid
+    c = pyr.counts
+    assert c.candidates_judged > 0 and c.link_calls > 0, "no similar earlier facts were found"
+    assert c.link_calls <= N_CLIPS - 1  # at most one batched call per clip after the first
+    calls = memory.db.execute("SELECT count(*), sum(tokens_out) FROM calls WHERE role = ?",
+                              (ROLE_LINKS,)).fetchone()
+    assert calls[0] >= c.link_calls and calls[1] > 0  # judged, counted (repairs included)
+    fact_links = memory.links_from("fact", [r[0] for r in memory.db.execute(
+        "SELECT id FROM facts")], link_kind="relational")
+    assert len(fact_links) == c.links_accepted
+    clip_of = dict(memory.db.execute("SELECT id, clip_id FROM facts"))
+    for lk in fact_links:  # always to an earlier clip's fact
+        assert clip_of[lk.dst_id] < clip_of[lk.src_id] and lk.relation
+    cross = sum(clip_of[lk.src_id] != clip_of[lk.dst_id] for lk in fact_links)
+    clip_links = memory.db.execute("SELECT coalesce(sum(weight), 0) FROM links WHERE "
+                                   "src_kind = 'clip' AND dst_kind = 'clip'").fetchone()[0]
+    assert clip_links == cross
+
+
+@pytest.mark.slow
+def test_fact_knn_with_real_embeddings_stays_inside_the_time_scope(day_pyramid, hub):
+    memory, _, _ = day_pyramid
+    clips = memory.all_clips()
+    before = clips[4].t_end
+    rows = list(memory.db.execute("SELECT f.id, f.text FROM facts f JOIN clips c ON "
+                                  "c.id = f.clip_id WHERE c.t_end <= ? ORDER BY f.id",
+                                  (before,)))
+    q = hub.embedder.embed_one("taking apart the hard drives on the table")
+    got = memory.knn_facts(q, 5, before=before, day="DAY1")
+    vecs = hub.embedder.embed([t for _, t in rows])
+    sims = vecs @ q
+    want = [rows[j][0] for j in np.argsort(-sims)[:5]]
+    assert [fid for fid, _ in got] == want
+    assert memory.knn_facts(q, 5, before=clips[0].t_start) == []
+    assert memory.knn_facts(q, 5, day="DAY2") == []
+
+
+@pytest.mark.slow
+def test_cli_ingest_captions_builds_a_pyramid_and_stats_shows_it(tmp_path):
+    from click.testing import CliRunner
+
+    from edge.cli import main
+
+    mem = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    r = runner.invoke(main, ["ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "2",
+                             "--memory", mem, "--no-links", "--global-every", "2"],
+                      catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["stats", "--memory", mem, "--json"], catch_exceptions=False)
+    s = json.loads(r.output)
+    assert s["pyramid"]["clip_nodes"] == 2 and s["pyramid"]["facts"] >= 2
+    assert s["pyramid"]["global_nodes"]["DAY1"]["clips"] == 2
+    assert {c["role"] for c in s["calls"]} >= {"memory_llm", "memory_llm.global", "embedder"}
+    r = runner.invoke(main, ["stats", "--memory", mem], catch_exceptions=False)
+    assert "global node  DAY1" in r.output and "hierarchical fact->clip" in r.output
+
+
+@pytest.mark.slow
+def test_footage_ingest_builds_the_pyramid_with_keyframes(hub, tmp_path):
+    from edge.config import frames_dir
+    from edge.ingest import IngestOptions, ingest_paths
+    from tests.conftest import FOOTAGE
+
+    with Memory(tmp_path / "m.db") as memory:
+        pyr = Pyramid(memory, hub, PyramidOptions(max_facts=3, links=False))
+        report = ingest_paths(memory, hub, [shared(FOOTAGE / "everyday_reading.mp4")],
+                              IngestOptions(), pyramid=pyr)
+        assert report.clips_added == 1
+        (clip,) = memory.all_clips()
+        facts = memory.facts_of([clip.id])[clip.id]
+        assert facts and all(clip.t_start <= f.t_start < f.t_end <= clip.t_end for f in facts)
+        assert all(f.keyframe in clip.keyframes for f in facts)
+        assert (frames_dir(memory.path) / facts[0].keyframe).is_file()
+        assert memory.clip_nodes([clip.id])[clip.id].summary
+        day = memory.global_node(clip.day)  # finalized at the end of the run
+        assert day is not None and day.clip_count == 1 and memory.global_node("") is not None
