@@ -33,6 +33,7 @@ from pathlib import Path
 
 from edge.config import frames_dir
 from edge.decompose import decompose as decompose_question
+from edge.expansion import expand_and_prune
 from edge.filtering import filter_neighborhoods
 from edge.retrieval import Neighborhood, expand_neighbors, multi_query_retrieve
 from edge.store import INDEX_TYPES, Clip, Memory
@@ -149,6 +150,7 @@ class RoundTrace:
     decision: dict | None
     queries: list[str] = field(default_factory=list)
     filtered: dict[int, str] = field(default_factory=dict)
+    expanded: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -262,6 +264,7 @@ def ask(
     rrf_k: int = 60,
     choices: list[str] | None = None,
     neighbor_filter: bool = False,
+    pyramid: bool | None = None,
     frames: bool | None = None,
     answer_tokens: int = 300,
     anchor_tokens: int = 300,
@@ -289,6 +292,9 @@ def ask(
         choices: multiple-choice options, lettered A, B, …; the answer is exactly one
             letter and the reason goes to ``Answer.extra["reason"]``.
         neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering.
+        pyramid: PyraVid expansion and pruning each round (one more solver call: fact
+            seeds + linked facts, pruned; :mod:`edge.expansion`) and the day's global node
+            as context; ``None`` = when the memory has a pyramid.
         frames: send anchor keyframes with the final answer; ``None`` = when the solver's
             ``accepts_frames`` is true (a VLM whose backend allows frames; remote roles
             only with ``allow_frames``). ``True`` with a solver that does not take frames
@@ -321,6 +327,8 @@ def ask(
                        f"memory covers {first} to {last}. Use a later --at (same form).")
     scope, note = resolve_scope(memory, question, at, window, auto_window)
     progress = on_progress or (lambda _line: None)
+    if pyramid is None:
+        pyramid = memory.has_facts()
 
     mark = hub.usage.mark()
     embedder, solver = hub.embedder, hub.llm("solver")
@@ -334,7 +342,8 @@ def ask(
         frames = takes_frames
     letters = [chr(ord("A") + i) for i in range(len(choices or []))]
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(letters, choices or []))
-    header = f"Question (asked at {asked_at}): {question}{options}\n\nNotes:\n"
+    context = _global_context(memory, scope, solver) if pyramid else ""
+    header = f"{context}Question (asked at {asked_at}): {question}{options}\n\nNotes:\n"
     budget = (solver.n_ctx - answer_tokens - solver.count_tokens(SOLVER_PROMPT)
               - solver.count_tokens(header) - solver.count_tokens(question + options) - 96)
 
@@ -358,6 +367,8 @@ def ask(
 
     items: dict[int, _Item] = {}
     filtered: dict[int, str] = {}
+    linked: dict[int, list[str]] = {}  # clip id → facts kept by pyramid pruning
+    offered: set[int] = set()
     anchors_by_round: list[list[int]] = []
     rounds: list[RoundTrace] = []
     tried: set[str] = set()
@@ -397,18 +408,39 @@ def ask(
                             *((i + 1, c) for i, c in enumerate(h.after))]:
                 if c.id not in items:
                     items[c.id] = _Item(c, "neighbor", None, r, (1, dist, r, rank))
+        expanded: dict = {}
+        if pyramid:
+            progress(f"round {r}/{max_rounds}: expanding over the pyramid")
+            pool, kept_facts, pnote = expand_and_prune(
+                memory, solver, question, vecs[0], [a.clip_id for a in anchors],
+                before=scope.end, after=scope.start, exclude_facts=offered)
+            note = note or pnote
+            offered.update(c.fact_id for c in pool)
+            new_clips = [c.clip_id for c in kept_facts if c.clip_id not in items]
+            clips = memory.clips(new_clips)
+            for i, c in enumerate(kept_facts):
+                linked.setdefault(c.clip_id, []).append(" ".join(c.text.split()))
+                if c.clip_id not in items:
+                    items[c.clip_id] = _Item(clips[c.clip_id], "linked", c.score, r,
+                                             (0, r, top_n + i), matched=c.via)
+            expanded = {"offered": [{"fact_id": c.fact_id, "clip_id": c.clip_id,
+                                     "via": c.via} for c in pool],
+                        "kept": [c.fact_id for c in kept_facts]}
+        texts = {cid: "; ".join(fs) for cid, fs in linked.items()}
         if filtering:  # the filtered notes stand for whole neighborhoods
-            kept = [it for cid, it in items.items() if it.role == "anchor" and filtered.get(cid)]
+            texts.update({cid: t for cid, t in filtered.items() if t})
+            kept = [it for cid, it in items.items()
+                    if (it.role == "anchor" and filtered.get(cid)) or it.role == "linked"]
             numbered = _pack(kept, solver, budget, anchor_tokens, neighbor_tokens,
-                             texts=filtered)
+                             texts=texts)
         else:
             numbered = _pack(list(items.values()), solver, budget, anchor_tokens,
-                             neighbor_tokens)
+                             neighbor_tokens, texts=texts)
         trace = RoundTrace(r, queries[0],
                            [{"clip_id": a.clip_id, "score": round(a.score, 4),
                              "key": a.key_type} for a in anchors],
                            [it.clip.id for it, _ in numbered], None, list(queries),
-                           new_filtered)
+                           new_filtered, expanded)
         rounds.append(trace)
         if loop == "merit":
             if r == max_rounds:
@@ -471,7 +503,7 @@ def ask(
 
     cited_ids = list(dict.fromkeys(answer_from["cited_clips"])) if answer_from else []
     anchor_ids = [it.clip.id for it in sorted(items.values(), key=lambda i: i.rank)
-                  if it.role == "anchor"]
+                  if it.role in ("anchor", "linked")]
     moments = [_moment(items[cid], filtered, cited=True) for cid in cited_ids]
     moments += [_moment(items[cid], filtered) for cid in anchor_ids if cid not in cited_ids]
     answer_text = (answer_from or {}).get("answer", "").strip()
@@ -487,6 +519,19 @@ def ask(
         usage=hub.usage.summary(mark), seconds=round(time.perf_counter() - t0, 2), note=note,
         evidence_count=len(numbered), sub_queries=sub_queries, final=final,
         scope={"label": scope.label, "start": scope.start, "end": scope.end})
+
+
+def _global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160) -> str:
+    """The PyraVid global node of the day the question is about (the latest version that
+    integrates only clips ending by the question time), cut to ``max_tokens``; ``""`` when
+    the memory has none."""
+    t = scope.end if scope.end is not None else memory.stats()["last"]
+    day, _ = day_of(t)
+    node = memory.global_node(day, before=scope.end) or memory.global_node("", before=scope.end)
+    if node is None or not node.text.strip():
+        return ""
+    text = llm.truncate(" ".join(node.text.split()), max_tokens)
+    return f"Summary of {node.day or 'the memory'} so far: {text}\n\n"
 
 
 def _cited_clips(reply: dict, numbered: list[tuple[_Item, str]]) -> list[int]:

@@ -333,6 +333,9 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
               default="rrf", show_default=True, help="How sub-query rankings are fused.")
 @click.option("--rrf-k", type=click.IntRange(1, 1000), default=60, show_default=True,
               help="K of reciprocal rank fusion (10, 60, 100 are usual).")
+@click.option("--pyramid/--no-pyramid", "use_pyramid", default=None,
+              help="PyraVid expansion + pruning each round (one more LLM call) and the day's "
+                   "global node as context [default: when the memory has a pyramid].")
 @click.option("--frames/--no-frames", default=None,
               help="Send anchor keyframes to a VLM solver with the final answer [default: "
                    "only when the solver takes images and its backend allows frames].")
@@ -344,7 +347,8 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
 def ask(state: _State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
         key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
-        frames: bool | None, choices: str | None, as_json: bool) -> None:
+        use_pyramid: bool | None, frames: bool | None, choices: str | None,
+        as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
     from edge.store import INDEX_TYPES
@@ -368,7 +372,7 @@ def ask(state: _State, question: str, at: str | None, from_: str | None, to: str
                 top_n=top_n, delta=delta, max_rounds=rounds, retrieval=retrieval,
                 key_types=keys, loop=loop,
                 neighbor_filter=neighbor_filter, decompose=decompose, fusion=fusion,
-                rrf_k=rrf_k, frames=frames,
+                rrf_k=rrf_k, pyramid=use_pyramid, frames=frames,
                 choices=[c.strip() for c in choices.split("|")] if choices else None,
                 on_progress=None if as_json else _ask_progress)
         finally:

@@ -831,6 +831,10 @@ class Memory:
                         "VALUES('clip', ?, 'global', ?, 'hierarchical')", (cid, gid))
             return self.global_node(day)
 
+    def has_facts(self) -> bool:
+        """Whether any clip has PyraVid fact nodes (the pyramid was built for some clips)."""
+        return self.db.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is not None
+
     def pyramid_stats(self) -> dict:
         """Pyramid counts: facts (and how many extractive), clip nodes, global nodes per day
         (versions and latest clip count), links by kind and node kinds."""
