@@ -81,11 +81,16 @@ def main() -> int:
     ap.add_argument("--retrieval-configs", nargs="*", default=list(CONFIGS),
                     choices=list(CONFIGS), help="configurations of the retrieval table")
     ap.add_argument("--limit", type=int, default=None, help="first N questions only")
+    ap.add_argument("--sample", type=int, default=None,
+                    help="N questions evenly spread over the set (after --limit)")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/egolife_eval.json")
     args = ap.parse_args()
 
     questions = json.loads(args.questions.read_text())[: args.limit]
+    if args.sample and args.sample < len(questions):
+        step = len(questions) / args.sample
+        questions = [questions[int(i * step)] for i in range(args.sample)]
     hub = ModelHub(load_manifest().profile(args.profile), models_dir())
     args.memory.parent.mkdir(parents=True, exist_ok=True)
     memory = Memory(args.memory)
@@ -185,6 +190,7 @@ def main() -> int:
                 "tokens_out_mean": round(statistics.mean(tout)),
                 "seconds_median": round(statistics.median(secs), 1), "delta": delta,
                 "max_rounds": args.rounds, "loop": args.loop, "profile": args.profile}
+            args.out.write_text(json.dumps(out, indent=2))  # partial results survive
     if args.answer:
         print(f"\nAnswering ({len(questions)} questions, {args.profile} profile, "
               f"loop {args.loop}, R≤{args.rounds}, top-{args.top_n}):\n")
