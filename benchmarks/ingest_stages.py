@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from edge.config import models_dir  # noqa: E402
 from edge.ingest import IngestOptions, find_media, ingest_paths  # noqa: E402
+from edge.pyramid import Pyramid, PyramidOptions  # noqa: E402
 from edge.stages import STAGES, stage_report  # noqa: E402
 from edge.store import Memory  # noqa: E402
 from edge.timeline import parse_moment  # noqa: E402
@@ -78,6 +79,8 @@ def main() -> int:
     ap.add_argument("--files", nargs="*", default=None,
                     help="file names inside --footage (default: every media file there)")
     ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--no-pyramid", action="store_true",
+                    help="keys only (edge ingest --no-pyramid); default: the PyraVid pyramid")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ingest_stages.json")
     args = ap.parse_args()
 
@@ -101,8 +104,10 @@ def main() -> int:
             with Memory(Path(tmp) / f"m{i}.db") as memory:
                 mark = hub.usage.mark()
                 t0 = time.perf_counter()
+                pyramid = None if args.no_pyramid else Pyramid(memory, hub, PyramidOptions())
                 report = ingest_paths(memory, hub, [f],
-                                      IngestOptions(start=parse_moment("2025-03-01 09:00")))
+                                      IngestOptions(start=parse_moment("2025-03-01 09:00")),
+                                      pyramid=pyramid)
                 wall = time.perf_counter() - t0
                 memory.record_calls("ingest", hub.usage.records[mark:], run_id=report.run_id)
                 seconds = {s: v["seconds"] for s, v in report.stages.items()}

@@ -158,7 +158,7 @@ class PyramidOptions:
     max_facts: int = 5
     links: bool = True
     link_k: int = 3
-    link_floor: float = 0.5
+    link_floor: float = 0.45
     max_candidates: int = 6
     global_every: int = 20
     global_words: int = 150
