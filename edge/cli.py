@@ -273,6 +273,10 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
                 on_total=on_total, on_progress=lambda n: bar.update(n) if bar else None,
                 pyramid=_make_pyramid(memory, hub, pyramid, links, max_candidates,
                                       global_every))
+        except KeyboardInterrupt:
+            click.echo("\nInterrupted. Every clip stored so far is kept; run the same command "
+                       "again to resume where it stopped.", err=True)
+            raise SystemExit(130) from None
         finally:
             if bar is not None:
                 bar.close()
