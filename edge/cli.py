@@ -181,6 +181,12 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Pat
                                    "with it (not a folder or several files)")
     if audio_offset and audio is None:
         raise click.ClickException("--audio-offset only applies together with --audio FILE")
+    from edge.ingest import MEDIA_SUFFIXES, find_media
+
+    if not find_media(paths):  # only folders were given, and they hold no media file
+        raise click.ClickException(
+            f"no video or audio files in {', '.join(str(p) for p in paths)} (looked for "
+            f"{' '.join(sorted(MEDIA_SUFFIXES))}, in subfolders too); check the folder")
     bar = None
     report = None
 
