@@ -331,7 +331,10 @@ class Recorder:
                 backoff = min(backoff * 2, 60.0)
                 continue
             if finite:  # a file, or a file served over http: recorded once
-                log.info("end of %s", self.source.target)
+                if self.stop.is_set():  # a signal cut it short: not its end
+                    log.info("stopped recording %s before its end", self.source.target)
+                else:
+                    log.info("end of %s", self.source.target)
                 return
             if not self.stop.is_set():
                 log.warning("%s ended; reconnecting in %.0f s", self.source.describe(), backoff)
