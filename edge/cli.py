@@ -706,7 +706,7 @@ def _ago(t: float | None) -> str:
         return "-"
     from humanfriendly import format_timespan
 
-    return f"{format_timespan(max(0.0, time.time() - t), max_units=2)} ago"
+    return f"{format_timespan(round(max(0.0, time.time() - t)), max_units=2)} ago"
 
 
 @main.command()

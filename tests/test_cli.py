@@ -95,3 +95,12 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     assert out["usage"]["llm"]["tokens_in"] > 0
     r = run("stats", "--memory", mem)
     assert "clips    30" in r.output and "ask" in r.output
+
+
+def test_status_ages_are_whole_seconds():
+    import time
+
+    from edge.cli import _ago
+
+    assert _ago(time.time() - 860.06) == "14 minutes and 20 seconds ago"
+    assert _ago(None) == "-"
