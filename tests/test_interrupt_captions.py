@@ -29,9 +29,10 @@ def test_ctrl_c_during_ingest_captions_keeps_clips_and_resumes(tmp_path):
     mem = tmp_path / "day1.db"
     env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
            "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
-    # file keys and no pyramid: the embedder only, 64 records per stored batch
+    # file keys and no pyramid: the embedder only, 64 records per stored batch; 160 leaves
+    # more than a whole batch to go when the first one is stored
     cmd = [sys.executable, "-m", "edge.cli", "--memory", str(mem), "ingest-captions", str(src),
-           "--no-pyramid", "--limit", "100"]
+           "--no-pyramid", "--limit", "160"]
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
@@ -43,8 +44,8 @@ def test_ctrl_c_during_ingest_captions_keeps_clips_and_resumes(tmp_path):
     assert proc.returncode == 130, out
     assert "Interrupted" in out and "Traceback" not in out
     kept, distinct = _count(mem)
-    assert 0 < kept < 100 and kept == distinct
+    assert 0 < kept < 160 and kept == distinct
     done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "resumed" in done.stdout and f"{100 - kept} clips added" in done.stdout
-    assert _count(mem) == (100, 100)
+    assert "resumed" in done.stdout and f"{160 - kept} clips added" in done.stdout
+    assert _count(mem) == (160, 160)
