@@ -308,6 +308,10 @@ def ask(
     """
     if choices is not None and not 2 <= len(choices) <= 26:
         raise AskError("a multiple-choice question needs 2 to 26 choices")
+    if choices is not None and any(not str(c).strip() for c in choices):
+        empty = [chr(ord("A") + i) for i, c in enumerate(choices) if not str(c).strip()]
+        raise AskError(f"choice {', '.join(empty)} is empty; write each option between the "
+                       "'|' separators, e.g. --choices 'Tasha|Alice|Shure|Lucia'")
     if retrieval not in ("keys", "hybrid"):
         raise ValueError(f"unknown retrieval {retrieval!r}; use 'keys' or 'hybrid'")
     if loop not in LOOPS:

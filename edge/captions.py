@@ -49,6 +49,8 @@ def read_caption_file(path: Path) -> list[CaptionRecord]:
         raise CaptionFileError(f"{path}: not a readable JSON file ({e})") from None
     if not isinstance(data, list):
         raise CaptionFileError(f"{path}: expected a JSON list of clip records")
+    if not data:
+        raise CaptionFileError(f"{path}: the list holds no clip records; nothing to ingest")
     out = []
     for i, r in enumerate(data):
         try:

@@ -181,6 +181,12 @@ def ingest(state: _State, paths: tuple[Path, ...], start: str | None, audio: Pat
                                    "with it (not a folder or several files)")
     if audio_offset and audio is None:
         raise click.ClickException("--audio-offset only applies together with --audio FILE")
+    from edge.ingest import MEDIA_SUFFIXES, find_media
+
+    if not find_media(paths):  # only folders were given, and they hold no media file
+        raise click.ClickException(
+            f"no video or audio files in {', '.join(str(p) for p in paths)} (looked for "
+            f"{' '.join(sorted(MEDIA_SUFFIXES))}, in subfolders too); check the folder")
     bar = None
     report = None
 
@@ -273,6 +279,10 @@ def ingest_captions(state: _State, file: Path, extract_keys: bool, limit: int | 
                 on_total=on_total, on_progress=lambda n: bar.update(n) if bar else None,
                 pyramid=_make_pyramid(memory, hub, pyramid, links, max_candidates,
                                       global_every))
+        except KeyboardInterrupt:
+            click.echo("\nInterrupted. Every clip stored so far is kept; run the same command "
+                       "again to resume where it stopped.", err=True)
+            raise SystemExit(130) from None
         finally:
             if bar is not None:
                 bar.close()
@@ -696,7 +706,7 @@ def _ago(t: float | None) -> str:
         return "-"
     from humanfriendly import format_timespan
 
-    return f"{format_timespan(max(0.0, time.time() - t), max_units=2)} ago"
+    return f"{format_timespan(round(max(0.0, time.time() - t)), max_units=2)} ago"
 
 
 @main.command()

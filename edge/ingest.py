@@ -36,6 +36,7 @@ from edge.media import (
 from edge.stages import StageClock, stage_report
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError, write_error
 from edge.timeline import day_of, guess_clock
+from models import ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError
 from models.transcriber import TranscriptSegment
 from models.vision import downscale
 
@@ -104,6 +105,12 @@ class IngestReport:
             "usage": self.usage,
             "run_id": self.run_id,
         }
+
+
+MODEL_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError)
+"""Errors of the model setup (weights not downloaded, a bad profile, a remote server that
+cannot be reached): they stop an ingest instead of failing every file the same way."""
 
 
 def find_media(paths: Iterable[Path]) -> list[Path]:
@@ -215,7 +222,9 @@ def ingest_paths(
     bad input file: its :class:`SourceResult` says ``failed`` and why. Raises
     :class:`StoreError` when the memory cannot be written (disk full, read-only file or
     folder): what was stored before stays readable. With ``options.audio`` exactly one video
-    must be given (:class:`MediaError` otherwise).
+    must be given (:class:`MediaError` otherwise). Raises the model-setup errors of
+    :data:`MODEL_ERRORS` (e.g. a captioner whose weights are not downloaded): clips stored
+    before stay, and the same call resumes once the setup is fixed.
 
     Each stage's wall time is measured and the run is stored in the ``runs`` table
     (also when the run stops early), its id in :attr:`IngestReport.run_id`. With ``pyramid``
@@ -259,6 +268,8 @@ def ingest_paths(
                 raise  # the memory itself is unusable: stop, nothing more can be stored
             except apsw.Error as e:
                 raise write_error(memory.path, e) from e
+            except MODEL_ERRORS:
+                raise  # the models, not this file: every later file would fail the same way
             except Exception as e:  # one bad file never stops a folder; its stored clips stay
                 results.append(SourceResult(
                     shown(path), "failed",

@@ -73,10 +73,45 @@ def _open(path: Path):
     try:
         return av.open(str(path))
     except av.error.FFmpegError as e:
+        if _mp4_index_missing(path):
+            raise MediaError(
+                f"{shown(path)}: the file ends before its index (the MP4/MOV 'moov' box, "
+                "which cameras and phones write last) — it was cut off, e.g. by an "
+                "interrupted copy or recording, and cannot be decoded without it; copy it "
+                "again from the device (the other files go on)") from None
         raise MediaError(
             f"{shown(path)}: not a readable video or audio file ({e.__class__.__name__}: "
             f"{getattr(e, 'strerror', None) or e}); check the file or re-export it"
         ) from None
+
+
+def _mp4_index_missing(path: Path) -> bool:
+    """True when ``path`` is an ISO-BMFF file (MP4/MOV: starts with an ``ftyp`` box) whose
+    top-level boxes end without a ``moov`` box (the index), i.e. a file cut off before its
+    end. Reads only the 8- or 16-byte box headers (ISO/IEC 14496-12 §4.2)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            pos, first = 0, True
+            while pos + 8 <= size:
+                f.seek(pos)
+                head = f.read(16)
+                box_size, kind = int.from_bytes(head[:4], "big"), head[4:8]
+                if first and kind != b"ftyp":
+                    return False
+                first = False
+                if kind == b"moov":
+                    return False
+                if box_size == 1 and len(head) == 16:
+                    box_size = int.from_bytes(head[8:16], "big")
+                elif box_size == 0:  # the box runs to the end of the file
+                    box_size = size - pos
+                if box_size < 8:
+                    return False  # not a box structure we can walk
+                pos += box_size
+            return not first
+    except OSError:
+        return False
 
 
 def _parse_creation_time(tags: dict) -> float | None:

@@ -42,6 +42,9 @@ from edge.spool import (
 )
 
 log = logging.getLogger("edge.record")
+MODEL_RETRY_SECONDS = 30.0
+"""Wait before trying a clip again when the models cannot run (weights missing, remote role
+unreachable); the clip stays in the spool meanwhile."""
 
 
 class RecordError(Exception):
@@ -197,7 +200,7 @@ class Recorder:
     # ---- the ingestion worker -----------------------------------------------------------
 
     def _worker(self) -> None:
-        from edge.ingest import IngestOptions, ingest_paths
+        from edge.ingest import MODEL_ERRORS, IngestOptions, ingest_paths
         from edge.media import MediaError, probe
         from edge.spool import clip_start
         from edge.store import Memory
@@ -229,6 +232,14 @@ class Recorder:
                     message = result.message
                 except MediaError as e:
                     ok, message = False, str(e)
+                except MODEL_ERRORS as e:  # the models, not the clip: it stays in the spool
+                    self.last_error = f"{clip.name} waits for the models: {e}"
+                    log.error("cannot ingest %s now: %s; it stays in the spool and is "
+                              "ingested once that is fixed (retrying in %.0f s, and on the "
+                              "next start)", clip.name, e, MODEL_RETRY_SECONDS)
+                    if self.capture_done.is_set() or self.stop.wait(MODEL_RETRY_SECONDS):
+                        return
+                    continue
                 finally:
                     memory.record_calls("record", hub.usage.records[mark:])
                     self.ingesting = None
@@ -320,7 +331,10 @@ class Recorder:
                 backoff = min(backoff * 2, 60.0)
                 continue
             if finite:  # a file, or a file served over http: recorded once
-                log.info("end of %s", self.source.target)
+                if self.stop.is_set():  # a signal cut it short: not its end
+                    log.info("stopped recording %s before its end", self.source.target)
+                else:
+                    log.info("end of %s", self.source.target)
                 return
             if not self.stop.is_set():
                 log.warning("%s ended; reconnecting in %.0f s", self.source.describe(), backoff)

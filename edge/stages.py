@@ -20,7 +20,7 @@ STAGES: tuple[str, ...] = ("load", "decode", "asr", "caption", "memory_llm", "em
 STAGE_ROLES: dict[str, tuple[str, ...]] = {
     "asr": ("transcriber",),
     "caption": ("captioner", "ocr"),
-    "memory_llm": ("memory_llm",),
+    "memory_llm": ("memory_llm", "memory_llm.links", "memory_llm.global"),  # PyraVid calls
     "embed": ("embedder",),
 }
 """The model roles (as counted by ``models.UsageMeter``) whose calls belong to each stage."""

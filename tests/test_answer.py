@@ -86,6 +86,13 @@ def test_a_named_window_scopes_the_search_and_an_empty_one_is_dropped(day):
         resolve_scope(day, "q", None, TimeWindow(parse_moment("DAY1 15:00"), None, "x"), True)
 
 
+@pytest.mark.parametrize("choices", [["", ""], ["Tasha", "Alice", " "]])
+def test_an_empty_choice_is_refused_before_any_call(day, hub, choices):
+    mark = hub.usage.mark()
+    with pytest.raises(AskError, match="is empty"):
+        ask(day, hub, Q, at=parse_moment("DAY1 11:21"), choices=choices)
+    assert hub.usage.summary(mark)["calls"] == 0
+
 def test_sub_query_lists_are_fused(memory):
     sid = memory.add_source(path="t", sha256="t", kind="captions", clock="dayclock",
                             start_from="file", t_start=0, duration=0, n_clips=3, info={})

@@ -69,6 +69,20 @@ def test_asking_before_the_first_clip_ends_is_a_clear_error(memory, hub):
         ask(memory, hub, "what happened?", at=parse_moment("DAY1 11:09:50"))
 
 
+def test_an_empty_caption_list_is_an_error_and_creates_no_memory(tmp_path):
+    from click.testing import CliRunner
+
+    from edge.cli import main
+
+    p = tmp_path / "empty.json"
+    p.write_text("[]")
+    with pytest.raises(CaptionFileError, match="no clip records"):
+        read_caption_file(p)
+    res = CliRunner().invoke(main, ["--memory", str(tmp_path / "m.db"), "ingest-captions",
+                                    str(p)])
+    assert res.exit_code == 1 and "no clip records" in res.output
+    assert not (tmp_path / "m.db").exists()
+
 @pytest.mark.parametrize("record, why", [
     ({"date": "DAY1", "start_time": "99999999", "end_time": "11003000", "text": "x"},
      "out of range"),

@@ -56,6 +56,13 @@ def test_bad_time_and_missing_path_are_clear_errors(run, tmp_path):
     assert r.exit_code == 1 and "cannot read the time" in r.output
 
 
+def test_a_folder_without_media_is_an_error_and_creates_no_memory(run, tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("buy milk\n")
+    r = run("--memory", str(tmp_path / "m.db"), "ingest", str(tmp_path / "notes"))
+    assert r.exit_code == 1 and "no video or audio files in" in r.output and ".mp4" in r.output
+    assert not (tmp_path / "m.db").exists()
+
 @pytest.mark.slow
 def test_doctor_reports_every_role_working(run):
     r = run("doctor")
@@ -88,3 +95,12 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     assert out["usage"]["llm"]["tokens_in"] > 0
     r = run("stats", "--memory", mem)
     assert "clips    30" in r.output and "ask" in r.output
+
+
+def test_status_ages_are_whole_seconds():
+    import time
+
+    from edge.cli import _ago
+
+    assert _ago(time.time() - 860.06) == "14 minutes and 20 seconds ago"
+    assert _ago(None) == "-"

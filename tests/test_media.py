@@ -77,6 +77,18 @@ def test_non_video_file(tmp_path):
         probe(p)
 
 
+def test_phone_mp4_cut_before_its_index_says_so(tmp_path):
+    """Phones and cameras write the MP4 index (moov) last: a copy cut short loses it, and the
+    message says the file was cut off instead of a bare 'invalid data'."""
+    src = shared(FOOTAGE / "everyday_reading.mp4").read_bytes()
+    p = tmp_path / "cut.mp4"
+    p.write_bytes(src[: len(src) // 3])
+    with pytest.raises(MediaError, match=r"cut\.mp4: the file ends before its index"):
+        probe(p)
+    (tmp_path / "text.mp4").write_text("hello\n")
+    with pytest.raises(MediaError, match="not a readable video"):
+        probe(tmp_path / "text.mp4")
+
 def test_truncated_file_keeps_what_decodes(tmp_path):
     src = shared(FOOTAGE / "exo_room_131s_noaudio.mp4").read_bytes()
     p = tmp_path / "cut.mp4"

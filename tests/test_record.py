@@ -361,3 +361,15 @@ def test_network_stream_is_recorded_and_reconnected(tmp_path):
         assert m.count_clips() == 1
     status = read_status(status_path(mem))
     assert status["state"] == "stopped" and status["source"] == f"stream {url}"
+
+
+def test_a_replay_stopped_by_sigterm_is_not_logged_as_the_end_of_the_file(tmp_path):
+    mem = tmp_path / "cut.db"
+    rec = _record(mem, "--url", str(shared(FOOTAGE / SHORT)), "--realtime",
+                  env=_env(tmp_path))
+    _wait(lambda: (read_status(status_path(mem)) or {}).get("state") == "recording", 60, rec)
+    time.sleep(2.0)
+    rec.send_signal(signal.SIGTERM)
+    out = rec.communicate(timeout=300)[0]
+    assert rec.returncode == 0, out
+    assert "before its end" in out and "INFO end of" not in out

@@ -168,3 +168,13 @@ def test_stage_clock_charges_iterators_and_blocks():
     assert stage_report({"asr": 1.0}, 0.0)["asr"]["rtf"] is None
 
 
+def test_pyramid_link_and_global_calls_count_in_the_memory_llm_stage():
+    """Their seconds are charged to the memory_llm stage clock, so their calls and tokens are
+    too: the stage table then adds up to the run's LLM totals."""
+    by_role = {"memory_llm": {"calls": 3, "tokens_in": 1429, "tokens_out": 361},
+               "memory_llm.links": {"calls": 1, "tokens_in": 200, "tokens_out": 40},
+               "memory_llm.global": {"calls": 2, "tokens_in": 250, "tokens_out": 57}}
+    row = stage_report({"memory_llm": 80.0}, 21.0, by_role)["memory_llm"]
+    assert (row["calls"], row["tokens_in"], row["tokens_out"]) == (6, 1879, 458)
+
+
