@@ -33,8 +33,11 @@ def test_ctrl_c_during_ingest_captions_keeps_clips_and_resumes(tmp_path):
     # more than a whole batch to go when the first one is stored
     cmd = [sys.executable, "-m", "edge.cli", "--memory", str(mem), "ingest-captions", str(src),
            "--no-pyramid", "--limit", "160"]
+    # a shell running the tests in the background hands its children SIGINT ignored, and
+    # Python then keeps it ignored: restore the default so Ctrl-C means what it does for a user
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while _count(mem)[0] == 0 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
