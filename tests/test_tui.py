@@ -336,3 +336,56 @@ def test_panes_sit_side_by_side_and_stack_in_a_narrow_terminal(day, hub):
             assert evidence.region.x >= chat.region.right
 
     run(go())
+
+
+@pytest.mark.slow
+def test_the_chat_reads_the_memory_while_the_recorder_writes_it(tmp_path, hub):
+    """`edge record` (a real process replaying a shared video as a live source) writes the
+    memory while the chat, in this process, shows its growing status and answers from it."""
+    import signal
+
+    from tests.test_record import LONG, _env, _record, _wait
+
+    mem = tmp_path / "live.db"
+    rec = _record(mem, "--url", str(shared(FOOTAGE / LONG)), "--realtime", "--speed", "6",
+                  env=_env(tmp_path))
+
+    def clips() -> int:
+        if not mem.exists():
+            return 0
+        try:
+            with Memory(mem, create=False) as m:
+                return m.stats()["clips"]
+        except Exception:  # the first writer may still be creating the schema
+            return 0
+
+    try:
+        _wait(lambda: clips() >= 1, 300, rec)
+
+        async def go():
+            app = EdgeApp(mem, hub, delta=1, ask_options=ASK)
+            async with app.run_test(size=SIZE) as pilot:
+                chat = app.screen
+                bar = app.screen.query_one(StatusBar)
+                first = str(bar.render())
+                assert "clip" in first and not chat.query_one(FirstRun).display
+                await type_question(pilot, "What did I see?")
+                await until(pilot, lambda: not chat.asking, 400, "the answer")
+                answer = chat.last_answer
+                assert answer is not None and answer.moments
+                # the recorder goes on writing; the status bar follows it
+                await until(pilot, lambda: clips() >= 2, 300, "a second clip")
+                await pilot.press("ctrl+r")
+                await pilot.pause(0.5)
+                return first, str(app.screen.query_one(StatusBar).render()), answer
+
+        first, later, answer = run(go())
+        import re
+
+        n_first, n_later = (int(re.search(r"(\d+) clips?\b", s).group(1))
+                            for s in (first, later))
+        assert n_later > n_first >= 1
+    finally:
+        rec.send_signal(signal.SIGTERM)
+        rec.communicate(timeout=300)
+    assert rec.returncode == 0
