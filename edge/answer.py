@@ -494,8 +494,17 @@ def ask(
                                                  frames_dir(memory.path))]
         schema = choice_schema(letters, decide=False) if choices else ANSWER_SCHEMA
         try:
-            final = solver.chat_json(msgs, role="solver", schema=schema,
-                                     max_tokens=answer_tokens)
+            try:
+                final = solver.chat_json(msgs, role="solver", schema=schema,
+                                         max_tokens=answer_tokens)
+            except ContextOverflowError:
+                if not frames:
+                    raise
+                # the images did not fit the context: answer from the text evidence alone
+                note = "the keyframes did not fit the solver's context; answered from text"
+                final = solver.chat_json(messages(ANSWER_PROMPT, notes_text(numbered)),
+                                         role="solver", schema=schema,
+                                         max_tokens=answer_tokens)
             final = {**final, "cited_clips": _cited_clips(final, numbered)}
         except (LLMOutputError, ContextOverflowError) as e:
             note = f"the solver's answer was unusable ({e}); showing the retrieved evidence"
