@@ -58,7 +58,7 @@ def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,
     Args:
         query_vec: the round's 384-d unit query vector. anchor_ids: the round's anchors.
         before, after: the time scope (timeline seconds): only facts of clips ending in
-            ``(after, before]`` — the KNN applies ``before`` inside vec0.
+            ``(after, before]`` — applied inside the vec0 KNN for the seeds.
         seeds: KNN depth for seed facts. exclude_facts: facts already offered earlier.
     """
     anchors = set(anchor_ids)
@@ -68,13 +68,12 @@ def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,
         return ((before is None or clip_end <= before)
                 and (after is None or clip_end > after))
 
-    hits = memory.knn_facts(query_vec, seeds * 3, before=before)
+    hits = memory.knn_facts(query_vec, seeds, before=before, after=after)
     facts = memory.facts(fid for fid, _ in hits)
-    ends = _clip_ends(memory, {f.clip_id for f in facts.values()})
     seed_ids = []
     for fid, sim in hits:
         f = facts.get(fid)
-        if f is None or not in_scope(ends[f.clip_id]) or len(seed_ids) >= seeds:
+        if f is None:
             continue
         seed_ids.append(fid)
         if f.clip_id not in anchors and fid not in exclude_facts:
@@ -92,7 +91,7 @@ def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,
             linked_clips[other] = max(linked_clips.get(other, 0.0), ln.weight)
     more = memory.facts(fid for fid, _ in linked)
     by_clip = memory.facts_of(linked_clips)
-    ends.update(_clip_ends(memory, {f.clip_id for f in more.values()} | set(linked_clips)))
+    ends = _clip_ends(memory, {f.clip_id for f in more.values()} | set(linked_clips))
     offers = [(more[fid], w, "relational") for fid, w in linked if fid in more]
     offers += [(f, linked_clips[cid], "linked-clip") for cid, fs in by_clip.items() for f in fs]
     for f, w, via in offers:

@@ -691,12 +691,14 @@ class Memory:
         return out
 
     def knn_facts(self, query: np.ndarray, k: int, before: float | None = None,
-                  day: str | None = None) -> list[tuple[int, float]]:
+                  day: str | None = None, after: float | None = None
+                  ) -> list[tuple[int, float]]:
         """Top-``k`` ``(fact_id, cosine similarity)`` for a 384-d unit ``query``, best first.
 
-        ``before`` (timeline seconds: facts of clips ending by then) and ``day`` (a day label)
-        are vec0 metadata constraints applied inside the KNN, so they never drop results after
-        the top-k was cut (PyraVid B.3/B.4 seed retrieval, time-scoped). ``k`` ≤ 4096.
+        ``before``/``after`` (timeline seconds: facts of clips ending in ``(after, before]``)
+        and ``day`` (a day label) are vec0 metadata constraints applied inside the KNN, so they
+        never drop results after the top-k was cut (PyraVid B.3/B.4 seed retrieval,
+        time-scoped). ``k`` ≤ 4096.
         """
         k = max(1, min(int(k), 4096))
         sql = "SELECT fact_id, distance FROM fact_vec WHERE embedding MATCH ? AND k = ?"
@@ -704,6 +706,9 @@ class Memory:
         if before is not None:
             sql += " AND clip_end <= ?"
             args.append(float(before))
+        if after is not None:
+            sql += " AND clip_end > ?"
+            args.append(float(after))
         if day is not None:
             sql += " AND day = ?"
             args.append(day)

@@ -59,6 +59,8 @@ def test_expansion_follows_seeds_relations_and_linked_clips(pyramid_memory, hub)
     # the time scope: only facts of clips ending by `before`
     early = expand(m, q, [], before=36000 + 60, seeds=6)
     assert early and all(c.clip_id in ids[:2] for c in early)
+    late = expand(m, q, [], after=36000 + 90, seeds=6)  # the lower bound, inside the KNN
+    assert late and all(c.clip_id in ids[3:] for c in late)
 
 
 def test_prune_schema_bounds_the_numbers():
