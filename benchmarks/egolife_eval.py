@@ -96,8 +96,7 @@ def main() -> int:
     memory = Memory(args.memory)
     ingest_caption_file(memory, hub, args.captions)
     source = memory.source_by_hash(file_sha256(args.captions))
-    idx_of = dict(memory.db.execute("SELECT id, idx FROM clips WHERE source_id = ?",
-                                    (source.id,)))
+    idx_of = memory.clip_index_map(source.id)
     id_of = {v: k for k, v in idx_of.items()}
 
     out: dict = {"questions": len(questions), "top_n": args.top_n, "retrieval": {},

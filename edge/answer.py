@@ -33,6 +33,7 @@ from pathlib import Path
 
 from edge.config import frames_dir
 from edge.decompose import decompose as decompose_question
+from edge.errors import AskError  # noqa: F401 (re-exported)
 from edge.expansion import expand_and_prune
 from edge.filtering import filter_neighborhoods
 from edge.retrieval import Neighborhood, expand_neighbors, multi_query_retrieve
@@ -43,9 +44,6 @@ from models.vlm import image_parts
 
 LOOPS = ("merit", "single")
 
-
-class AskError(Exception):
-    """The question cannot be asked of this memory (empty memory, nothing in the scope)."""
 
 
 _CITED = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 6}

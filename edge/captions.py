@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
 from edge.ingest import SourceResult, file_sha256, index_texts, store_clip
 from edge.keys import ClipKeys, extract_keys
 from edge.media import shown
@@ -24,9 +25,6 @@ from edge.timeline import day_clock, egolife_time
 FILE_KEYS = {"event": "event_key", "dialogue": "dialogue_key", "object": "object_key",
              "summary": "sum_key"}
 
-
-class CaptionFileError(ValueError):
-    """The caption file is not in the expected format; the message names the record."""
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from edge.errors import CaptureError  # noqa: F401 (re-exported)
 from edge.spool import PART_SUFFIX, clip_name, iso_utc, publish
 
 log = logging.getLogger("edge.record")
 
 RAW_VIDEO_CODECS = {"rawvideo"}  # copying these would write uncompressed video
 
-
-class CaptureError(Exception):
-    """A source that cannot be opened or read; the message says what to check."""
 
 
 @dataclass(frozen=True)

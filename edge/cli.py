@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from edge import config
+from edge.errors import USER_ERRORS
 
 EXCERPT = 160
 
@@ -35,18 +36,6 @@ class _State:
             self._hub.close()
 
 
-def _known_errors() -> tuple[type[BaseException], ...]:
-    from edge.answer import AskError
-    from edge.captions import CaptionFileError
-    from edge.media import MediaError
-    from edge.store import StoreError
-    from edge.timeline import TimeParseError
-    from models import ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError
-
-    return (AskError, CaptionFileError, ConfigError, MediaError, StoreError, TimeParseError,
-            UnknownModelError, WeightsCorruptError, WeightsMissingError)
-
-
 class _Group(click.Group):
     """Turns the project's expected errors into one clear line and exit code 1."""
 
@@ -55,7 +44,7 @@ class _Group(click.Group):
 
         try:
             return super().invoke(ctx)
-        except _known_errors() as e:
+        except USER_ERRORS as e:
             raise click.ClickException(str(e)) from None
         except apsw.Error as e:
             from edge.store import write_error
@@ -435,12 +424,8 @@ def stats(state: _State, as_json: bool) -> None:
     """What the memory holds: clips, hours, days, model calls so far."""
     with _open_memory(state, create=False) as memory:
         s = memory.stats()
-        calls = memory.db.execute(
-            "SELECT command, role, count(*), sum(tokens_in), sum(tokens_out), sum(seconds) "
-            "FROM calls GROUP BY command, role ORDER BY command, role").fetchall()
+        s["calls"] = memory.call_totals()
         s["ingest_cost"] = memory.stage_costs("ingest")
-    s["calls"] = [dict(zip(("command", "role", "calls", "tokens_in", "tokens_out", "seconds"),
-                           row)) for row in calls]
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return

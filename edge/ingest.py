@@ -21,6 +21,7 @@ import apsw
 import numpy as np
 
 from edge.config import frames_dir
+from edge.errors import MODEL_ERRORS
 from edge.keys import ClipKeys, extract_keys
 from edge.media import (
     ClipSpan,
@@ -36,7 +37,6 @@ from edge.media import (
 from edge.stages import StageClock, stage_report
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError, write_error
 from edge.timeline import day_of, guess_clock
-from models import ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError
 from models.transcriber import TranscriptSegment
 from models.vision import downscale
 
@@ -105,12 +105,6 @@ class IngestReport:
             "usage": self.usage,
             "run_id": self.run_id,
         }
-
-
-MODEL_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError)
-"""Errors of the model setup (weights not downloaded, a bad profile, a remote server that
-cannot be reached): they stop an ingest instead of failing every file the same way."""
 
 
 def find_media(paths: Iterable[Path]) -> list[Path]:

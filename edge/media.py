@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edge.errors import MediaError  # noqa: F401 (re-exported)
 from models.captioner import Frame
 from models.vision import downscale
 
@@ -28,9 +29,6 @@ def shown(path: Path | str) -> str:
     file name from another system) become ``\\xff`` escapes instead of raising."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
-
-class MediaError(Exception):
-    """A file that cannot be read as video or audio; the message says why and what to do."""
 
 
 @dataclass(frozen=True)

@@ -453,8 +453,7 @@ class Pyramid:
         import time
 
         t0 = time.perf_counter()
-        days = [r[0] for r in self.memory.db.execute(
-            "SELECT day FROM clips GROUP BY day ORDER BY min(t_start)")]
+        days = self.memory.days()
         for day in days:
             if self.memory.clips_without_global(day):
                 self.update_global(day)
@@ -466,7 +465,7 @@ class Pyramid:
                 fresh.append(node)
         if fresh:
             text, origin = self._summarize("", [f"{n.day}: {n.text}" for n in fresh])
-            total = self.memory.db.execute("SELECT count(*) FROM nodes_clip").fetchone()[0]
+            total = self.memory.count_clip_nodes()
             self.memory.add_global_version(day="", text=text, origin=origin, clip_ids=[],
                                            t_upto=max(n.t_upto for n in fresh),
                                            clip_count=total)

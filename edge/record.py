@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.capture import CaptureError, Segmenter, SourceSpec, open_source
+from edge.errors import RecordError  # noqa: F401 (re-exported)
 from edge.spool import (
     finished_clips,
     partial_clips,
@@ -46,9 +47,6 @@ MODEL_RETRY_SECONDS = 30.0
 """Wait before trying a clip again when the models cannot run (weights missing, remote role
 unreachable); the clip stays in the spool meanwhile."""
 
-
-class RecordError(Exception):
-    """The recorder cannot start (disk below the floor, another recorder, bad source)."""
 
 
 @dataclass
@@ -153,8 +151,7 @@ class Recorder:
         done: set[str] = set()
         if self.memory_path.exists():  # else created by the first ingest (an empty file
             with Memory(self.memory_path, create=True) as memory:  # left by a kill is fine)
-                done = {r[0] for r in memory.db.execute(
-                    "SELECT path FROM sources WHERE status = 'done'")}
+                done = memory.done_source_paths()
         clips = finished_clips(self.spool)
         for c in clips:
             if _stored_path(c.path) in done:
@@ -200,7 +197,8 @@ class Recorder:
     # ---- the ingestion worker -----------------------------------------------------------
 
     def _worker(self) -> None:
-        from edge.ingest import MODEL_ERRORS, IngestOptions, ingest_paths
+        from edge.errors import MODEL_ERRORS
+        from edge.ingest import IngestOptions, ingest_paths
         from edge.media import MediaError, probe
         from edge.spool import clip_start
         from edge.store import Memory

@@ -21,15 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from edge.errors import StoreError  # noqa: F401 (re-exported)
+
 KEY_TYPES: tuple[str, ...] = ("event", "dialogue", "object", "summary")
 """The four MERIT keys (MERIT Eq. 5)."""
 INDEX_TYPES: tuple[str, ...] = (*KEY_TYPES, "caption")
 """Everything with a vector: the four keys plus the whole caption (for ablations)."""
 EMBED_DIM = 384
 
-
-class StoreError(Exception):
-    """The memory file cannot be opened or written; the message says what to do."""
 
 
 @dataclass
@@ -461,6 +460,15 @@ class Memory:
         return {r[0] for r in self.db.execute("SELECT idx FROM clips WHERE source_id = ?",
                                               (source_id,))}
 
+    def done_source_paths(self) -> set[str]:
+        """Paths of the sources whose every clip is stored (status ``done``)."""
+        return {r[0] for r in self.db.execute("SELECT path FROM sources WHERE status = 'done'")}
+
+    def clip_index_map(self, source_id: int) -> dict[int, int]:
+        """``{clip id: index of the clip within its source}`` for ``source_id``."""
+        return dict(self.db.execute("SELECT id, idx FROM clips WHERE source_id = ?",
+                                    (source_id,)))
+
     # -- clips
     def add_clip(
         self,
@@ -836,6 +844,15 @@ class Memory:
                         "VALUES('clip', ?, 'global', ?, 'hierarchical')", (cid, gid))
             return self.global_node(day)
 
+    def days(self) -> list[str]:
+        """Day labels that hold clips, in timeline order (by each day's first clip)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT day FROM clips GROUP BY day ORDER BY min(t_start)")]
+
+    def count_clip_nodes(self) -> int:
+        """How many clips have a PyraVid clip node."""
+        return self.db.execute("SELECT count(*) FROM nodes_clip").fetchone()[0]
+
     def has_facts(self) -> bool:
         """Whether any clip has PyraVid fact nodes (the pyramid was built for some clips)."""
         return self.db.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is not None
@@ -874,6 +891,15 @@ class Memory:
                     " run_id) VALUES(?,?,?,?,?,?,?,?)",
                     (now, command, r.role, r.model, r.tokens_in, r.tokens_out, r.seconds,
                      run_id))
+
+    def call_totals(self) -> list[dict]:
+        """Model calls so far per command and role: dicts with ``command``, ``role``,
+        ``calls``, ``tokens_in``, ``tokens_out`` and ``seconds``, sorted by command, role."""
+        rows = self.db.execute(
+            "SELECT command, role, count(*), sum(tokens_in), sum(tokens_out), sum(seconds) "
+            "FROM calls GROUP BY command, role ORDER BY command, role").fetchall()
+        return [dict(zip(("command", "role", "calls", "tokens_in", "tokens_out", "seconds"),
+                         row)) for row in rows]
 
     def add_run(self, *, command: str, started_at: float, seconds: float,
                 media_seconds: float, clips_added: int, sources: int, status: str,

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import time as dtime
 
+from edge.errors import TimeParseError  # noqa: F401 (re-exported)
+
 DAY_CLOCK_RE = re.compile(
     r"^\s*DAY\s*(\d+)(?:[\s_T]+(\d{1,2}):?(\d{2})(?::?(\d{2})(?:[.:]?(\d{1,2}))?)?)?\s*$",
     re.IGNORECASE,
 )
 
-
-class TimeParseError(ValueError):
-    """A moment the user typed that we cannot read; the message shows accepted forms."""
 
 
 def day_clock(day: int, seconds_of_day: float) -> float:

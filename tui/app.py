@@ -16,7 +16,8 @@ from typing import Any
 from textual.app import App
 from textual.binding import Binding
 
-from edge.answer import Answer, AskError, ask
+from edge.answer import Answer, ask
+from edge.errors import USER_ERRORS
 from edge.store import Memory, StoreError
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
@@ -115,10 +116,7 @@ class EdgeApp(App):
     def describe_error(e: Exception) -> str:
         """The chat's line for a failed question: the message of the project's own errors,
         the exception type too for anything else."""
-        from models import ConfigError, WeightsCorruptError, WeightsMissingError
-
-        if isinstance(e, AskError | StoreError | ConfigError | WeightsMissingError
-                      | WeightsCorruptError):
+        if isinstance(e, USER_ERRORS):
             return str(e)
         return f"{type(e).__name__}: {e}"
 

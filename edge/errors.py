@@ -1,0 +1,66 @@
+"""The errors a user can meet, in one place: the CLI and the chat both turn these into one
+clear line (what went wrong, what to do) instead of a traceback.
+
+Every error class of ``edge`` derives from :class:`EdgeError` and is defined here, so a
+caller catches :data:`USER_ERRORS` without importing the module that raised it. Errors of
+the model setup come from ``models`` (dependencies point ``edge → models``).
+"""
+
+from __future__ import annotations
+
+from models import ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError
+
+
+class EdgeError(Exception):
+    """Base of every error ``edge`` raises on purpose; the message is meant for the user."""
+
+
+class AskError(EdgeError):
+    """The question cannot be asked of this memory (empty memory, nothing in the scope)."""
+
+
+class CaptionFileError(EdgeError, ValueError):
+    """The caption file is not in the expected format; the message names the record."""
+
+
+class MediaError(EdgeError):
+    """A file that cannot be read as video or audio; the message says why and what to do."""
+
+
+class CaptureError(EdgeError):
+    """A source that cannot be opened or read; the message says what to check."""
+
+
+class RecordError(EdgeError):
+    """The recorder cannot start (disk below the floor, another recorder, bad source)."""
+
+
+class StoreError(EdgeError):
+    """The memory file cannot be opened or written; the message says what to do."""
+
+
+class TimeParseError(EdgeError, ValueError):
+    """A moment the user typed that we cannot read; the message shows accepted forms."""
+
+
+MODEL_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError)
+"""Errors of the model setup (weights not downloaded, a bad profile, a remote server that
+cannot be reached): they stop an ingest instead of failing every file the same way, and
+keep a recorder's clips pending."""
+
+USER_ERRORS: tuple[type[Exception], ...] = (EdgeError, *MODEL_ERRORS)
+"""Everything the CLI and the chat show as one line (exit code 1 in the CLI)."""
+
+__all__ = [
+    "MODEL_ERRORS",
+    "USER_ERRORS",
+    "AskError",
+    "CaptionFileError",
+    "CaptureError",
+    "EdgeError",
+    "MediaError",
+    "RecordError",
+    "StoreError",
+    "TimeParseError",
+]
