@@ -36,6 +36,15 @@ from edge.decompose import decompose as decompose_question
 from edge.errors import AskError  # noqa: F401 (re-exported)
 from edge.expansion import expand_and_prune
 from edge.filtering import filter_neighborhoods
+from edge.prompts import (
+    ANSWER_PROMPT,
+    ANSWER_SCHEMA,
+    SOLVER_PROMPT,
+    SOLVER_SCHEMA,
+    SUFFICIENCY_PROMPT,
+    SUFFICIENCY_SCHEMA,
+    choice_schema,
+)
 from edge.retrieval import Neighborhood, expand_neighbors, multi_query_retrieve
 from edge.store import INDEX_TYPES, Clip, Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
@@ -44,75 +53,6 @@ from models.vlm import image_parts
 
 LOOPS = ("merit", "single")
 
-
-
-_CITED = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 6}
-_SEARCH = {"type": "string", "maxLength": 150}
-
-SOLVER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string", "maxLength": 600},
-        "cited": _CITED,
-        "sufficient": {"type": "boolean"},
-        "search": _SEARCH,
-    },
-    "required": ["answer", "cited", "sufficient", "search"],
-    "additionalProperties": False,
-}
-"""One call answers and decides (``loop="single"``)."""
-
-ANSWER_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": SOLVER_SCHEMA["properties"]["answer"], "cited": _CITED},
-    "required": ["answer", "cited"],
-    "additionalProperties": False,
-}
-"""The final answer call of ``loop="merit"``."""
-
-SUFFICIENCY_SCHEMA = {
-    "type": "object",
-    "properties": {"sufficient": {"type": "boolean"}, "search": _SEARCH},
-    "required": ["sufficient", "search"],
-    "additionalProperties": False,
-}
-"""The per-round decision of ``loop="merit"``: enough evidence, else the next query."""
-
-
-def choice_schema(letters: list[str], *, decide: bool = True) -> dict:
-    """The answer schema for a multiple-choice question: ``answer`` is one of ``letters``
-    plus a one-sentence ``reason``; ``decide`` adds ``sufficient``/``search``."""
-    props = {"answer": {"type": "string", "enum": letters},
-             "reason": {"type": "string", "maxLength": 300}, "cited": _CITED}
-    if decide:
-        props |= {"sufficient": {"type": "boolean"}, "search": _SEARCH}
-    return {"type": "object", "properties": props, "required": list(props),
-            "additionalProperties": False}
-
-
-_NOTES = """You answer questions about the user's own day from memory notes. Each note \
-describes a ~30-second moment of the user's first-person video and is numbered [n] with its \
-time; "I" in a note is the user. Use only the notes."""
-
-SOLVER_PROMPT = _NOTES + """ Reply with a JSON object:
-- "answer": a direct answer to the question in one or two sentences;
-- "cited": the numbers of the notes the answer relies on;
-- "sufficient": true if the notes contain what the question needs, false otherwise;
-- "search": when not sufficient, a short search query for what is missing; else "".
-For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
-says in one sentence why."""
-
-ANSWER_PROMPT = _NOTES + """ Reply with a JSON object:
-- "answer": a direct answer to the question in one or two sentences;
-- "cited": the numbers of the notes the answer relies on.
-For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
-says in one sentence why."""
-
-SUFFICIENCY_PROMPT = """You check whether memory notes about a person's day are enough to \
-answer a question. Do not answer it. Reply with a JSON object:
-- "sufficient": true if the notes contain what the question needs, false otherwise;
-- "search": when not sufficient, a short search query (3-10 words) for the missing \
-information, different from the queries already tried; else ""."""
 
 
 @dataclass

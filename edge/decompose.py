@@ -8,24 +8,8 @@ then, or an empty list, and retrieval degrades to the question alone.
 
 from __future__ import annotations
 
+from edge.prompts import DECOMPOSE_PROMPT, decompose_schema
 from models.llm import ContextOverflowError, LLMOutputError
-
-DECOMPOSE_PROMPT = """You turn a question about a person's day into search phrases for \
-their video memory notes. Split the question into at most {n} atomic search phrases, each \
-about ONE thing to find (an action, a person, an object, something said), 3-10 words, \
-keeping names and objects exactly as written. Do not answer the question. Reply with a JSON \
-object {{"queries": [...]}}."""
-
-
-def decompose_schema(max_queries: int) -> dict:
-    """``{"queries": [str, …]}`` with 0…``max_queries`` phrases of ≤ 120 characters."""
-    return {
-        "type": "object",
-        "properties": {"queries": {"type": "array", "maxItems": max_queries,
-                                   "items": {"type": "string", "maxLength": 120}}},
-        "required": ["queries"],
-        "additionalProperties": False,
-    }
 
 
 def decompose(llm, question: str, *, max_queries: int = 3,

@@ -16,14 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edge.prompts import PRUNE_PROMPT, prune_schema
 from edge.store import Memory
 from edge.timeline import day_of, format_moment
 from models.llm import ContextOverflowError, LLMOutputError
-
-PRUNE_PROMPT = """You select evidence for a question about a person's day. Below are \
-numbered facts from their memory, each with its time; "I" is the person. Keep only the \
-facts that help answer the question (who, what, where, when, what was said). Reply with a \
-JSON object {"keep": [numbers]}; an empty list when none helps."""
 
 
 @dataclass(frozen=True)
@@ -40,13 +36,7 @@ class Candidate:
     score: float
 
 
-def prune_schema(n: int) -> dict:
-    """``{"keep": [1…n, …]}`` with at most ``n`` distinct numbers."""
-    return {"type": "object",
-            "properties": {"keep": {"type": "array", "maxItems": n, "uniqueItems": True,
-                                    "items": {"type": "integer", "minimum": 1,
-                                              "maximum": max(1, n)}}},
-            "required": ["keep"], "additionalProperties": False}
+
 
 
 def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,

@@ -8,24 +8,11 @@ schema is built for exactly those anchors, so it is validated like every other L
 
 from __future__ import annotations
 
+from edge.prompts import FILTER_PROMPT, filter_schema
 from edge.retrieval import Neighborhood
 from edge.timeline import format_moment
 
-FILTER_PROMPT = """You extract the information relevant to a question from notes about a \
-person's day. Each numbered clip comes with the notes just before and after it (before_2, \
-before_1, center, after_1, after_2), each about 30 seconds; "I" is the person. For every \
-clip, write in 1-3 short sentences only what helps answer the question (who, what, where, \
-when; keep names and objects exact). Write "" for a clip with nothing relevant. Never \
-invent. Reply with a JSON object with one key per clip: "clip_1", "clip_2", …"""
-
 LABELS = {-2: "before_2", -1: "before_1", 0: "center", 1: "after_1", 2: "after_2"}
-
-
-def filter_schema(n: int, max_chars: int = 300) -> dict:
-    """``{"clip_1": str, …, "clip_n": str}``, every key required."""
-    props = {f"clip_{i}": {"type": "string", "maxLength": max_chars} for i in range(1, n + 1)}
-    return {"type": "object", "properties": props, "required": list(props),
-            "additionalProperties": False}
 
 
 def _label(offset: int) -> str:

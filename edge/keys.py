@@ -11,43 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from edge.prompts import EXAMPLE_IN, EXAMPLE_OUT, KEY_SCHEMA, KEYS_PROMPT
 from models.llm import ContextOverflowError, LLMOutputError
-
-# Length caps keep the whole object inside the token budget (4 × 150 characters ≈ 160
-# English tokens < max_tokens), so the grammar closes the JSON instead of being cut off.
-KEY_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "event": {"type": "string", "minLength": 1, "maxLength": 150},
-        "dialogue": {"type": "string", "minLength": 1, "maxLength": 150},
-        "object": {"type": "string", "minLength": 1, "maxLength": 150},
-        "summary": {"type": "string", "minLength": 1, "maxLength": 100},
-    },
-    "required": ["event", "dialogue", "object", "summary"],
-    "additionalProperties": False,
-}
-
-SYSTEM_PROMPT = """You write retrieval keys for one ~30-second clip of a person's day, \
-from the clip's description. Use only what the description states; never invent.
-Return a JSON object with exactly these four keys:
-- "event": the physical actions or happenings, in one short sentence (use names if given; \
-"I" for the camera wearer).
-- "dialogue": what was said, asked or mentioned, in one short sentence; "no speech" if none.
-- "object": the objects or visible text that were handled, shown or referred to, and their \
-state, in one short sentence.
-- "summary": 3 to 8 keywords taken from the description, separated by spaces.
-Keep every key short and grounded in the description; if it says nothing for a key, \
-write "none"."""
-
-# One worked example (not from any test data). Measured on the 0.5B model: without it the
-# keys echo the instructions ("people, actions, objects, place"); with an example close to
-# real input the model copies the example's content instead, so it stays deliberately bland.
-EXAMPLE_IN = ('Video, 30 s: the view moves somewhat. Visible text: "OPEN 9-5". Up to 2 faces '
-              'visible. Speech: "Is the bakery open today?"')
-EXAMPLE_OUT = ('{"event": "The view moves past a sign while two people are visible", '
-               '"dialogue": "Someone asks whether the bakery is open today", '
-               '"object": "A sign reading OPEN 9-5", '
-               '"summary": "bakery sign open 9-5 question"}')
 
 
 @dataclass(frozen=True)
@@ -91,7 +56,7 @@ def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
     """
     text = llm.truncate(caption, max_caption_tokens)
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": KEYS_PROMPT},
         {"role": "user", "content": f"Description: {EXAMPLE_IN}"},
         {"role": "assistant", "content": EXAMPLE_OUT},
         {"role": "user", "content": f"Description: {text}"},

@@ -37,111 +37,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edge.keys import EXAMPLE_IN, ClipKeys, extractive_keys
+from edge.keys import ClipKeys, extractive_keys
+from edge.prompts import (
+    CLIP_PROMPT,
+    EXAMPLE_CLIP_KEYS,
+    EXAMPLE_CLIP_REST,
+    EXAMPLE_IN,
+    GLOBAL_PROMPT,
+    KEYS_HELP,
+    LINK_PROMPT,
+    clip_schema,
+    link_schema,
+)
 from edge.store import INDEX_TYPES, KEY_TYPES, Fact, Memory
 from edge.timeline import day_of, format_moment
 from models.llm import ContextOverflowError, LLMOutputError
 
-FACT_KINDS: tuple[str, ...] = ("action", "speech", "object", "person", "scene")
 ROLE_CLIP = "memory_llm"
 ROLE_LINKS = "memory_llm.links"
 ROLE_GLOBAL = "memory_llm.global"
-
-_KEY_PROPS = {
-    "event": {"type": "string", "minLength": 1, "maxLength": 150},
-    "dialogue": {"type": "string", "minLength": 1, "maxLength": 150},
-    "object": {"type": "string", "minLength": 1, "maxLength": 150},
-    "summary": {"type": "string", "minLength": 1, "maxLength": 100},
-}
-
-
-def clip_schema(*, with_keys: bool, max_facts: int = 5) -> dict:
-    """JSON schema of the per-clip memory call: [keys +] facts + clip summary + scene.
-
-    Length caps keep the whole object inside ``max_tokens`` so llama.cpp's grammar closes
-    the JSON instead of being cut off (as in :data:`edge.keys.KEY_SCHEMA`).
-    """
-    props: dict = dict(_KEY_PROPS) if with_keys else {}
-    props["facts"] = {
-        "type": "array", "minItems": 1, "maxItems": max_facts,
-        "items": {
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "minLength": 3, "maxLength": 140},
-                "kind": {"type": "string", "enum": list(FACT_KINDS)},
-                "names": {"type": "array", "maxItems": 4,
-                          "items": {"type": "string", "minLength": 1, "maxLength": 40}},
-            },
-            "required": ["text", "kind", "names"],
-            "additionalProperties": False,
-        },
-    }
-    props["clip_summary"] = {"type": "string", "minLength": 3, "maxLength": 240}
-    props["scene"] = {"type": "string", "minLength": 1, "maxLength": 80}
-    return {"type": "object", "properties": props, "required": list(props),
-            "additionalProperties": False}
-
-
-CLIP_PROMPT = """You build the memory of one ~30-second clip of a person's day from the \
-clip's description. Use only what the description states; never invent. "I" is the camera \
-wearer; use names when the description gives them.
-Return a JSON object with these fields:{keys}
-- "facts": the separate things that happen, in the order they happen, at most {max_facts}; \
-each is {{"text": one short sentence (under 20 words) saying who did or said what, \
-"kind": one of action, speech, object, person, scene, "names": the people named in it}}.
-- "clip_summary": one or two sentences about the whole clip.
-- "scene": where it takes place, in a few words ("unknown" if not stated)."""
-
-_KEYS_HELP = """
-- "event": the physical actions or happenings, in one short sentence.
-- "dialogue": what was said, asked or mentioned, in one short sentence; "no speech" if none.
-- "object": the objects or visible text handled, shown or referred to, in one short sentence.
-- "summary": 3 to 8 keywords taken from the description, separated by spaces."""
-
-# A deliberately bland worked example (see edge/keys.py for why it is bland).
-_EXAMPLE_KEYS = ('"event": "The view moves past a sign while two people are visible", '
-                 '"dialogue": "Someone asks whether the bakery is open today", '
-                 '"object": "A sign reading OPEN 9-5", '
-                 '"summary": "bakery sign open 9-5 question", ')
-_EXAMPLE_REST = ('"facts": [{"text": "The view moves past a sign reading OPEN 9-5", '
-                 '"kind": "object", "names": []}, {"text": "Someone asks whether the bakery '
-                 'is open today", "kind": "speech", "names": []}], "clip_summary": "Passing a '
-                 'bakery sign, someone asks if the bakery is open today.", '
-                 '"scene": "unknown"}')
-
-LINK_PROMPT = """You link memories of a person's day. Each numbered pair has a NEW fact and \
-an EARLIER fact. Say whether there is a clear relation between them: the same activity \
-continued, cause and effect, the same object, place or plan referred to again, a question \
-and its answer, the same person doing related things. Similar wording alone is not a \
-relation. "relation" is a few words naming it, or "" when not related. Answer every pair."""
-
-GLOBAL_PROMPT = """You keep a running summary of {what} of a person's life ("I" is the \
-camera wearer). You get the summary so far and new events. Write the updated summary: keep \
-what still matters, add the new events in time order with their times, under {words} words. \
-Reply with the updated summary only, as plain sentences."""
-# Measured on Qwen2.5-0.5B: with the instructions and material in one unlabelled message
-# the model echoed the message ("Summary so far: ..."); labelled sections ending in
-# "UPDATED SUMMARY:" give a summary.
-
-
-def link_schema(n: int) -> dict:
-    """Schema of the batched relation call: exactly ``n`` judgements, one per pair."""
-    return {
-        "type": "object",
-        "properties": {"judgements": {
-            "type": "array", "minItems": n, "maxItems": n,
-            "items": {
-                "type": "object",
-                "properties": {"pair": {"type": "integer", "minimum": 1, "maximum": n},
-                               "related": {"type": "boolean"},
-                               "relation": {"type": "string", "maxLength": 60}},
-                "required": ["pair", "related", "relation"],
-                "additionalProperties": False,
-            }}},
-        "required": ["judgements"],
-        "additionalProperties": False,
-    }
-
 
 @dataclass
 class PyramidOptions:
@@ -249,8 +163,8 @@ def extract_clip_memory(llm, caption: str, *, t_start: float, t_end: float,
     o = options or PyramidOptions()
     with_keys = file_keys is None
     schema = clip_schema(with_keys=with_keys, max_facts=o.max_facts)
-    system = CLIP_PROMPT.format(keys=_KEYS_HELP if with_keys else "", max_facts=o.max_facts)
-    example = "{" + (_EXAMPLE_KEYS if with_keys else "") + _EXAMPLE_REST
+    system = CLIP_PROMPT.format(keys=KEYS_HELP if with_keys else "", max_facts=o.max_facts)
+    example = "{" + (EXAMPLE_CLIP_KEYS if with_keys else "") + EXAMPLE_CLIP_REST
     try:
         text = llm.truncate(caption, o.max_caption_tokens)
         obj = llm.chat_json(

@@ -1,0 +1,265 @@
+"""Every prompt and JSON schema the models are given, in one place.
+
+Memory construction (role ``memory_llm``): MERIT key extraction (MERIT §3.3, Eq. 5;
+Appendix 0.F, in our words), the PyraVid per-clip call (keys + fact nodes + clip node,
+PyraVid App. B.1), relational-link judging and global-node updates (PyraVid App. B.3).
+Recall and answer (role ``solver``): MARQUIS query decomposition (§3.1), MERIT neighbor
+filtering (§3.4, Eq. 9), PyraVid pruning (§3.3, App. B.4), the per-round sufficiency
+decision and the final answer of the agent loop (MERIT Appendix 0.A).
+
+Schemas bound every string so llama.cpp's grammar closes the JSON inside ``max_tokens``.
+Changing a prompt changes what is stored and answered: measure before and after
+(``benchmarks/``).
+"""
+
+from __future__ import annotations
+
+# ---- memory construction: MERIT keys -------------------------------------------------------
+
+# Length caps keep the whole object inside the token budget (4 × 150 characters ≈ 160
+# English tokens < max_tokens), so the grammar closes the JSON instead of being cut off.
+KEY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "minLength": 1, "maxLength": 150},
+        "dialogue": {"type": "string", "minLength": 1, "maxLength": 150},
+        "object": {"type": "string", "minLength": 1, "maxLength": 150},
+        "summary": {"type": "string", "minLength": 1, "maxLength": 100},
+    },
+    "required": ["event", "dialogue", "object", "summary"],
+    "additionalProperties": False,
+}
+
+KEYS_PROMPT = """You write retrieval keys for one ~30-second clip of a person's day, \
+from the clip's description. Use only what the description states; never invent.
+Return a JSON object with exactly these four keys:
+- "event": the physical actions or happenings, in one short sentence (use names if given; \
+"I" for the camera wearer).
+- "dialogue": what was said, asked or mentioned, in one short sentence; "no speech" if none.
+- "object": the objects or visible text that were handled, shown or referred to, and their \
+state, in one short sentence.
+- "summary": 3 to 8 keywords taken from the description, separated by spaces.
+Keep every key short and grounded in the description; if it says nothing for a key, \
+write "none"."""
+
+# One worked example (not from any test data). Measured on the 0.5B model: without it the
+# keys echo the instructions ("people, actions, objects, place"); with an example close to
+# real input the model copies the example's content instead, so it stays deliberately bland.
+EXAMPLE_IN = ('Video, 30 s: the view moves somewhat. Visible text: "OPEN 9-5". Up to 2 faces '
+              'visible. Speech: "Is the bakery open today?"')
+EXAMPLE_OUT = ('{"event": "The view moves past a sign while two people are visible", '
+               '"dialogue": "Someone asks whether the bakery is open today", '
+               '"object": "A sign reading OPEN 9-5", '
+               '"summary": "bakery sign open 9-5 question"}')
+
+
+# ---- memory construction: the PyraVid pyramid ---------------------------------------------
+
+FACT_KINDS: tuple[str, ...] = ("action", "speech", "object", "person", "scene")
+
+
+def clip_schema(*, with_keys: bool, max_facts: int = 5) -> dict:
+    """JSON schema of the per-clip memory call: [keys +] facts + clip summary + scene.
+
+    Length caps keep the whole object inside ``max_tokens`` so llama.cpp's grammar closes
+    the JSON instead of being cut off (as in :data:`KEY_SCHEMA`).
+    """
+    props: dict = dict(KEY_SCHEMA["properties"]) if with_keys else {}
+    props["facts"] = {
+        "type": "array", "minItems": 1, "maxItems": max_facts,
+        "items": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 3, "maxLength": 140},
+                "kind": {"type": "string", "enum": list(FACT_KINDS)},
+                "names": {"type": "array", "maxItems": 4,
+                          "items": {"type": "string", "minLength": 1, "maxLength": 40}},
+            },
+            "required": ["text", "kind", "names"],
+            "additionalProperties": False,
+        },
+    }
+    props["clip_summary"] = {"type": "string", "minLength": 3, "maxLength": 240}
+    props["scene"] = {"type": "string", "minLength": 1, "maxLength": 80}
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}
+
+
+CLIP_PROMPT = """You build the memory of one ~30-second clip of a person's day from the \
+clip's description. Use only what the description states; never invent. "I" is the camera \
+wearer; use names when the description gives them.
+Return a JSON object with these fields:{keys}
+- "facts": the separate things that happen, in the order they happen, at most {max_facts}; \
+each is {{"text": one short sentence (under 20 words) saying who did or said what, \
+"kind": one of action, speech, object, person, scene, "names": the people named in it}}.
+- "clip_summary": one or two sentences about the whole clip.
+- "scene": where it takes place, in a few words ("unknown" if not stated)."""
+
+KEYS_HELP = """
+- "event": the physical actions or happenings, in one short sentence.
+- "dialogue": what was said, asked or mentioned, in one short sentence; "no speech" if none.
+- "object": the objects or visible text handled, shown or referred to, in one short sentence.
+- "summary": 3 to 8 keywords taken from the description, separated by spaces."""
+
+# The same deliberately bland worked example as EXAMPLE_OUT (see there why it is bland),
+# split so the keys can be left out when a caption file provides them.
+EXAMPLE_CLIP_KEYS = EXAMPLE_OUT[1:-1] + ", "
+EXAMPLE_CLIP_REST = ('"facts": [{"text": "The view moves past a sign reading OPEN 9-5", '
+                     '"kind": "object", "names": []}, {"text": "Someone asks whether the bakery '
+                     'is open today", "kind": "speech", "names": []}], "clip_summary": "Passing a '
+                     'bakery sign, someone asks if the bakery is open today.", '
+                     '"scene": "unknown"}')
+
+LINK_PROMPT = """You link memories of a person's day. Each numbered pair has a NEW fact and \
+an EARLIER fact. Say whether there is a clear relation between them: the same activity \
+continued, cause and effect, the same object, place or plan referred to again, a question \
+and its answer, the same person doing related things. Similar wording alone is not a \
+relation. "relation" is a few words naming it, or "" when not related. Answer every pair."""
+
+GLOBAL_PROMPT = """You keep a running summary of {what} of a person's life ("I" is the \
+camera wearer). You get the summary so far and new events. Write the updated summary: keep \
+what still matters, add the new events in time order with their times, under {words} words. \
+Reply with the updated summary only, as plain sentences."""
+# Measured on Qwen2.5-0.5B: with the instructions and material in one unlabelled message
+# the model echoed the message ("Summary so far: ..."); labelled sections ending in
+# "UPDATED SUMMARY:" give a summary.
+
+
+def link_schema(n: int) -> dict:
+    """Schema of the batched relation call: exactly ``n`` judgements, one per pair."""
+    return {
+        "type": "object",
+        "properties": {"judgements": {
+            "type": "array", "minItems": n, "maxItems": n,
+            "items": {
+                "type": "object",
+                "properties": {"pair": {"type": "integer", "minimum": 1, "maximum": n},
+                               "related": {"type": "boolean"},
+                               "relation": {"type": "string", "maxLength": 60}},
+                "required": ["pair", "related", "relation"],
+                "additionalProperties": False,
+            }}},
+        "required": ["judgements"],
+        "additionalProperties": False,
+    }
+
+
+# ---- recall: decomposition, neighbor filtering, pruning --------------------------------------
+
+DECOMPOSE_PROMPT = """You turn a question about a person's day into search phrases for \
+their video memory notes. Split the question into at most {n} atomic search phrases, each \
+about ONE thing to find (an action, a person, an object, something said), 3-10 words, \
+keeping names and objects exactly as written. Do not answer the question. Reply with a JSON \
+object {{"queries": [...]}}."""
+
+
+def decompose_schema(max_queries: int) -> dict:
+    """``{"queries": [str, …]}`` with 0…``max_queries`` phrases of ≤ 120 characters."""
+    return {
+        "type": "object",
+        "properties": {"queries": {"type": "array", "maxItems": max_queries,
+                                   "items": {"type": "string", "maxLength": 120}}},
+        "required": ["queries"],
+        "additionalProperties": False,
+    }
+
+
+FILTER_PROMPT = """You extract the information relevant to a question from notes about a \
+person's day. Each numbered clip comes with the notes just before and after it (before_2, \
+before_1, center, after_1, after_2), each about 30 seconds; "I" is the person. For every \
+clip, write in 1-3 short sentences only what helps answer the question (who, what, where, \
+when; keep names and objects exact). Write "" for a clip with nothing relevant. Never \
+invent. Reply with a JSON object with one key per clip: "clip_1", "clip_2", …"""
+
+
+def filter_schema(n: int, max_chars: int = 300) -> dict:
+    """``{"clip_1": str, …, "clip_n": str}``, every key required."""
+    props = {f"clip_{i}": {"type": "string", "maxLength": max_chars} for i in range(1, n + 1)}
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}
+
+
+PRUNE_PROMPT = """You select evidence for a question about a person's day. Below are \
+numbered facts from their memory, each with its time; "I" is the person. Keep only the \
+facts that help answer the question (who, what, where, when, what was said). Reply with a \
+JSON object {"keep": [numbers]}; an empty list when none helps."""
+
+
+def prune_schema(n: int) -> dict:
+    """``{"keep": [1…n, …]}`` with at most ``n`` distinct numbers."""
+    return {"type": "object",
+            "properties": {"keep": {"type": "array", "maxItems": n, "uniqueItems": True,
+                                    "items": {"type": "integer", "minimum": 1,
+                                              "maximum": max(1, n)}}},
+            "required": ["keep"], "additionalProperties": False}
+
+
+# ---- answer: the agent loop's decisions and the final answer -------------------------------
+
+_CITED = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 6}
+_SEARCH = {"type": "string", "maxLength": 150}
+
+SOLVER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "maxLength": 600},
+        "cited": _CITED,
+        "sufficient": {"type": "boolean"},
+        "search": _SEARCH,
+    },
+    "required": ["answer", "cited", "sufficient", "search"],
+    "additionalProperties": False,
+}
+"""One call answers and decides (``loop="single"``)."""
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": SOLVER_SCHEMA["properties"]["answer"], "cited": _CITED},
+    "required": ["answer", "cited"],
+    "additionalProperties": False,
+}
+"""The final answer call of ``loop="merit"``."""
+
+SUFFICIENCY_SCHEMA = {
+    "type": "object",
+    "properties": {"sufficient": {"type": "boolean"}, "search": _SEARCH},
+    "required": ["sufficient", "search"],
+    "additionalProperties": False,
+}
+"""The per-round decision of ``loop="merit"``: enough evidence, else the next query."""
+
+
+def choice_schema(letters: list[str], *, decide: bool = True) -> dict:
+    """The answer schema for a multiple-choice question: ``answer`` is one of ``letters``
+    plus a one-sentence ``reason``; ``decide`` adds ``sufficient``/``search``."""
+    props = {"answer": {"type": "string", "enum": letters},
+             "reason": {"type": "string", "maxLength": 300}, "cited": _CITED}
+    if decide:
+        props |= {"sufficient": {"type": "boolean"}, "search": _SEARCH}
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}
+
+
+_NOTES = """You answer questions about the user's own day from memory notes. Each note \
+describes a ~30-second moment of the user's first-person video and is numbered [n] with its \
+time; "I" in a note is the user. Use only the notes."""
+
+SOLVER_PROMPT = _NOTES + """ Reply with a JSON object:
+- "answer": a direct answer to the question in one or two sentences;
+- "cited": the numbers of the notes the answer relies on;
+- "sufficient": true if the notes contain what the question needs, false otherwise;
+- "search": when not sufficient, a short search query for what is missing; else "".
+For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
+says in one sentence why."""
+
+ANSWER_PROMPT = _NOTES + """ Reply with a JSON object:
+- "answer": a direct answer to the question in one or two sentences;
+- "cited": the numbers of the notes the answer relies on.
+For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
+says in one sentence why."""
+
+SUFFICIENCY_PROMPT = """You check whether memory notes about a person's day are enough to \
+answer a question. Do not answer it. Reply with a JSON object:
+- "sufficient": true if the notes contain what the question needs, false otherwise;
+- "search": when not sufficient, a short search query (3-10 words) for the missing \
+information, different from the queries already tried; else ""."""
