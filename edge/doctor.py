@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from models import ROLES, WeightsCorruptError, WeightsMissingError, resolve_weights
+from models.hub import REMOTE_BACKEND
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def check_roles(hub, *, load: bool = True) -> list[dict]:
             rows.append(row)
             continue
         try:
-            if spec.backend == "openai":
+            if spec.backend == REMOTE_BACKEND:
                 _check_remote(hub, role, spec, row, load)
                 rows.append(row)
                 continue

@@ -16,6 +16,9 @@ from models.registry import ConfigError, ModelSpec, Profile
 from models.resolve import WeightsMissingError, resolve_tokenizer, resolve_weights
 from models.usage import UsageMeter
 
+REMOTE_BACKEND = "openai"
+"""The backend name of a role served by an OpenAI-compatible server (models/remote.py)."""
+
 
 def default_threads() -> int:
     """CPU threads per model: ``EDGE_THREADS`` or 2 (the edge budget), never more than the cores."""
@@ -45,7 +48,7 @@ class ModelHub:
         self._lock = threading.Lock()
 
     def _build(self, spec: ModelSpec, role: str) -> Any:
-        if spec.backend == "openai":
+        if spec.backend == REMOTE_BACKEND:
             return self._build_remote(spec, role)
         try:
             path = resolve_weights(spec, self.models_dir)
@@ -106,11 +109,16 @@ class ModelHub:
 
         return env_remote_spec(role) or self.profile.spec(role)
 
+    def remote_roles(self) -> list[str]:
+        """Roles served off the device by an OpenAI-compatible server: from the profile, or
+        made remote by ``EDGE_<ROLE>_BASE_URL`` (:meth:`spec`). Loads nothing."""
+        return [role for role in self.profile.roles if self.spec(role).backend == REMOTE_BACKEND]
+
     def get(self, role: str) -> Any:
         """The live backend for ``role`` (loaded on first use, then reused)."""
         spec = self.spec(role)
         # a local model is shared by the roles naming it; a remote one is configured per role
-        key = f"{spec.name}#{role}" if spec.backend == "openai" else spec.name
+        key = f"{spec.name}#{role}" if spec.backend == REMOTE_BACKEND else spec.name
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = self._build(spec, role)

@@ -14,10 +14,6 @@ from edge import config
 from edge.store import Clip, Memory
 from edge.timeline import format_moment
 
-REMOTE_BACKEND = "openai"
-"""The backend of a role served by an OpenAI-compatible server (models/remote.py): its
-bytes leave the device (DESIGN.md)."""
-
 
 @dataclass(frozen=True)
 class MemoryStatus:
@@ -54,7 +50,7 @@ class MemoryStatus:
 def remote_roles(hub) -> list[str]:
     """Roles that ``hub`` (a :class:`models.ModelHub`) serves off the device: from its
     profile, or made remote by ``EDGE_<ROLE>_BASE_URL`` (``ModelHub.spec``). Loads nothing."""
-    return [role for role in hub.profile.roles if hub.spec(role).backend == REMOTE_BACKEND]
+    return hub.remote_roles()
 
 
 def read_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
