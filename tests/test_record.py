@@ -1,6 +1,7 @@
-"""Headless recording on real footage: clip files cut from a replayed video, a half-written
-clip repaired after SIGKILL, retention under a tiny budget, a reader while the recorder
-writes, a watched folder and a clean SIGTERM."""
+"""Headless recording: clip names, the retention plan, the status file and the CLI's checks
+(fast); on real footage, clip files cut from a replayed video, a half-written clip repaired
+after SIGKILL, a reader while the recorder writes, a watched folder under a tiny budget and a
+clean SIGTERM (slow)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,23 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edge.capture import Segmenter, SourceSpec, open_source
 from edge.cli import main
 from edge.config import models_dir
 from edge.media import iter_clips, probe
-from edge.spool import (
+from edge.record import (
     ClipFile,
+    Recorder,
+    RecordOptions,
+    Segmenter,
+    SourceSpec,
+    clip_name,
     clip_start,
     finished_clips,
+    open_source,
+    partial_clips,
     plan_retention,
     read_status,
+    recorder_status,
     repair,
     spool_dir,
     status_path,
@@ -41,20 +49,10 @@ SHORTER = "everyday_livingroom.mp4"     # 6.1 s
 ORIGIN = 1_795_980_000.0                # 2026-11-29 ~19:20 UTC
 
 
-def _cut(src: Path, spool: Path, *, reencode: bool = False, origin: float = ORIGIN):
-    spool.mkdir(parents=True, exist_ok=True)
-    done: list[tuple[Path, float, float]] = []
-    seg = Segmenter(spool, reencode=reencode, stop=threading.Event(),
-                    on_clip=lambda p, s, d: done.append((p, s, d)))
-    with open_source(SourceSpec("file", str(src))) as c:
-        seconds = seg.run(c, origin)
-    return done, seconds
-
-
-# ---- fast: no models ----------------------------------------------------------------------
+# ---- fast: no footage, no models --------------------------------------------------------
 
 def test_recording_mode_does_not_import_textual():
-    code = ("import sys, edge.record, edge.capture, edge.spool, edge.cli\n"
+    code = ("import sys, edge.record, edge.cli\n"
             "from edge.cli import main\n"
             "main(['record', '--help'], standalone_mode=False)\n"
             "main(['status', '--help'], standalone_mode=False)\n"
@@ -67,67 +65,15 @@ def test_recording_mode_does_not_import_textual():
     assert "headless ok" in out.stdout and "--raw-budget" in out.stdout
 
 
-def test_stream_copy_cuts_keyframe_clips_on_the_timeline(tmp_path):
-    src = shared(FOOTAGE / LONG)
-    done, seconds = _cut(src, tmp_path / "spool")
-    assert seconds == pytest.approx(71.1, abs=0.2)
-    assert [round(d) for _, _, d in done] == [33, 32, 6]  # cut at the keyframe after 30 s
-    clips = finished_clips(tmp_path / "spool")
-    assert [c.path for c in clips] == [p for p, _, _ in done]
-    assert not list((tmp_path / "spool").glob("*.part"))
-    for (path, start, _), nxt in zip(done, [*done[1:], None]):
-        info = probe(path)
-        assert info.video_codec == "h264" and info.width == 720
-        # the start time is in the name and, to the microsecond, in the container
-        assert clip_start(path) == pytest.approx(start, abs=1e-3)
-        assert info.creation_time == pytest.approx(start, abs=1e-3)
-        if nxt is not None:  # back to back on the timeline
-            assert start + info.duration == pytest.approx(nxt[1], abs=0.05)
-    assert sum(probe(p).duration for p, _, _ in done) == pytest.approx(71.1, abs=0.3)
-
-
-def test_reencode_writes_a_decodable_h264_clip(tmp_path):
-    src = shared(FOOTAGE / SHORT)
-    done, _ = _cut(src, tmp_path / "spool", reencode=True)
-    assert len(done) == 1
-    info = probe(done[0][0])
-    assert info.video_codec in ("h264", "mpeg4")
-    assert info.duration == pytest.approx(9.7, abs=0.3)
-    spans = list(iter_clips(info))
-    assert sum(len(s.frames) for s in spans) >= 9  # 1 fps over ~9.7 s
-
-
-def test_half_written_clip_is_repaired_or_discarded(tmp_path, caplog):
-    src = shared(FOOTAGE / LONG)
-    done, _ = _cut(src, tmp_path / "cut")
-    whole, start, _ = done[0]
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    data = whole.read_bytes()
-    part = spool / (whole.name + ".part")
-    part.write_bytes(data[: len(data) * 6 // 10])  # the recorder was killed here
-    caplog.set_level(logging.INFO, logger="edge.record")
-    fixed = repair(part)
-    assert fixed is not None and fixed.name == whole.name and not part.exists()
-    info = probe(fixed)
-    assert 5.0 < info.duration < 33.0
-    assert info.creation_time == pytest.approx(start, abs=1e-3)
-    frames = sum(len(s.frames) for s in iter_clips(info))
-    assert frames >= int(info.duration) - 1
-    assert any("repaired half-written clip" in r.message for r in caplog.records)
-
-    stub = spool / "clip-20261129T190000.000Z.mkv.part"
-    stub.write_bytes(data[:3000])  # header only: nothing decodes
-    assert repair(stub) is None
-    assert not stub.exists() and not list(spool.glob("*.fix"))
-    assert any("discarded half-written clip" in r.message for r in caplog.records)
+def _clips(tmp_path: Path, offsets: list[float], sizes: list[int]) -> list[ClipFile]:
+    """Finished clips as :func:`finished_clips` lists them (the files need not exist)."""
+    return [ClipFile(tmp_path / clip_name(ORIGIN + o), ORIGIN + o, n)
+            for o, n in zip(offsets, sizes)]
 
 
 def test_retention_deletes_oldest_clips_already_in_memory(tmp_path):
-    src = shared(FOOTAGE / LONG)
-    done, _ = _cut(src, tmp_path / "spool")
-    clips = finished_clips(tmp_path / "spool")
-    sizes = [c.size for c in clips]
+    sizes = [3_000_000, 2_900_000, 600_000]
+    clips = _clips(tmp_path, [0.0, 33.0, 65.0], sizes)
     total = sum(sizes)
     names = [c.path.name for c in clips]
     everything = set(names)
@@ -147,7 +93,50 @@ def test_retention_deletes_oldest_clips_already_in_memory(tmp_path):
                           free=100, min_free=100 + sizes[0] + 1)
     assert [d.clip.path.name for d in plan] == names[:2] and "--min-free" in plan[0].reason
     assert plan_retention(clips, everything, now=ORIGIN, budget=total, keep_raw=None) == []
-    assert isinstance(clips[0], ClipFile)
+
+
+def test_clip_names_carry_the_start_time_and_list_oldest_first(tmp_path):
+    spool = tmp_path / "m.db.spool"
+    assert spool_dir(tmp_path / "m.db") == spool
+    assert finished_clips(spool) == [] and partial_clips(spool) == []  # no spool yet
+    spool.mkdir()
+    later, first = clip_name(ORIGIN + 30.25), clip_name(ORIGIN)
+    assert first == "clip-20261129T192000.000Z.mkv"
+    assert clip_start(later) == pytest.approx(ORIGIN + 30.25, abs=1e-3)
+    assert clip_start(later.replace(".mkv", "-1.mkv")) == clip_start(later)  # a name clash
+    assert clip_start("notes.mkv") is None
+    (spool / later).write_bytes(b"x" * 10)
+    (spool / first).write_bytes(b"x" * 20)
+    (spool / (clip_name(ORIGIN + 60) + ".part")).write_bytes(b"x")
+    (spool / "record.log").write_text("log")
+    clips = finished_clips(spool)
+    assert [(c.path.name, c.size) for c in clips] == [(first, 20), (later, 10)]
+    assert [p.name for p in partial_clips(spool)] == [clip_name(ORIGIN + 60) + ".part"]
+
+
+STATUS_KEYS = {"state", "pid", "memory", "spool", "source", "started_at", "current_clip",
+               "clips_recorded", "clips_ingested", "ingesting", "queue", "queue_capacity",
+               "backpressure", "failed_clips", "lag_seconds", "ingested_until", "disk",
+               "last_deletion", "last_error", "updated_at"}
+
+
+def test_mark_stopped_writes_a_stopped_status_file(tmp_path):
+    mem = tmp_path / "m.db"
+    assert recorder_status(mem) is None  # never ran
+    rec = Recorder(mem, SourceSpec("file", str(tmp_path / "a.mp4")), RecordOptions(),
+                   hub_factory=lambda: None)
+    rec.state = "recording"
+    rec.write_status()
+    running = recorder_status(mem)
+    assert running["state"] == "recording" and running["running"] is True  # this process
+    rec.mark_stopped()
+    assert rec.state == "stopped"
+    s = read_status(status_path(mem))
+    assert set(s) == STATUS_KEYS
+    assert s["state"] == "stopped" and s["pid"] == os.getpid() and s["queue"] == 0
+    assert s["source"] == f"file {tmp_path / 'a.mp4'}" and s["queue_capacity"] == 120
+    stopped = recorder_status(mem)
+    assert stopped["state"] == "stopped" and stopped["running"] is False
 
 
 @pytest.fixture()
@@ -177,6 +166,77 @@ def test_record_and_status_explain_bad_input(run, tmp_path):
     assert r.exit_code == 2 and "not a size" in r.output
     r = run("--memory", str(tmp_path / "m.db"), "status")
     assert r.exit_code == 0 and "never run" in r.output and "edge record" in r.output
+
+
+# ---- slow: real footage, no models ------------------------------------------------------
+
+def _cut(src: Path, spool: Path, *, reencode: bool = False, origin: float = ORIGIN):
+    spool.mkdir(parents=True, exist_ok=True)
+    done: list[tuple[Path, float, float]] = []
+    seg = Segmenter(spool, reencode=reencode, stop=threading.Event(),
+                    on_clip=lambda p, s, d: done.append((p, s, d)))
+    with open_source(SourceSpec("file", str(src))) as c:
+        seconds = seg.run(c, origin)
+    return done, seconds
+
+
+@pytest.mark.slow
+def test_stream_copy_cuts_keyframe_clips_on_the_timeline(tmp_path):
+    src = shared(FOOTAGE / LONG)
+    done, seconds = _cut(src, tmp_path / "spool")
+    assert seconds == pytest.approx(71.1, abs=0.2)
+    assert [round(d) for _, _, d in done] == [33, 32, 6]  # cut at the keyframe after 30 s
+    clips = finished_clips(tmp_path / "spool")
+    assert [c.path for c in clips] == [p for p, _, _ in done]
+    assert not list((tmp_path / "spool").glob("*.part"))
+    for (path, start, _), nxt in zip(done, [*done[1:], None]):
+        info = probe(path)
+        assert info.video_codec == "h264" and info.width == 720
+        # the start time is in the name and, to the microsecond, in the container
+        assert clip_start(path) == pytest.approx(start, abs=1e-3)
+        assert info.creation_time == pytest.approx(start, abs=1e-3)
+        if nxt is not None:  # back to back on the timeline
+            assert start + info.duration == pytest.approx(nxt[1], abs=0.05)
+    assert sum(probe(p).duration for p, _, _ in done) == pytest.approx(71.1, abs=0.3)
+
+
+@pytest.mark.slow
+def test_reencode_writes_a_decodable_h264_clip(tmp_path):
+    src = shared(FOOTAGE / SHORT)
+    done, _ = _cut(src, tmp_path / "spool", reencode=True)
+    assert len(done) == 1
+    info = probe(done[0][0])
+    assert info.video_codec in ("h264", "mpeg4")
+    assert info.duration == pytest.approx(9.7, abs=0.3)
+    spans = list(iter_clips(info))
+    assert sum(len(s.frames) for s in spans) >= 9  # 1 fps over ~9.7 s
+
+
+@pytest.mark.slow
+def test_half_written_clip_is_repaired_or_discarded(tmp_path, caplog):
+    src = shared(FOOTAGE / LONG)
+    done, _ = _cut(src, tmp_path / "cut")
+    whole, start, _ = done[0]
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    data = whole.read_bytes()
+    part = spool / (whole.name + ".part")
+    part.write_bytes(data[: len(data) * 6 // 10])  # the recorder was killed here
+    caplog.set_level(logging.INFO, logger="edge.record")
+    fixed = repair(part)
+    assert fixed is not None and fixed.name == whole.name and not part.exists()
+    info = probe(fixed)
+    assert 5.0 < info.duration < 33.0
+    assert info.creation_time == pytest.approx(start, abs=1e-3)
+    frames = sum(len(s.frames) for s in iter_clips(info))
+    assert frames >= int(info.duration) - 1
+    assert any("repaired half-written clip" in r.message for r in caplog.records)
+
+    stub = spool / "clip-20261129T190000.000Z.mkv.part"
+    stub.write_bytes(data[:3000])  # header only: nothing decodes
+    assert repair(stub) is None
+    assert not stub.exists() and not list(spool.glob("*.fix"))
+    assert any("discarded half-written clip" in r.message for r in caplog.records)
 
 
 # ---- slow: the real recorder with the real models -----------------------------------------
@@ -363,6 +423,7 @@ def test_network_stream_is_recorded_and_reconnected(tmp_path):
     assert status["state"] == "stopped" and status["source"] == f"stream {url}"
 
 
+@pytest.mark.slow
 def test_a_replay_stopped_by_sigterm_is_not_logged_as_the_end_of_the_file(tmp_path):
     mem = tmp_path / "cut.db"
     rec = _record(mem, "--url", str(shared(FOOTAGE / SHORT)), "--realtime",

@@ -1,0 +1,66 @@
+"""Headless recording (``edge record``): capture → spool → ingestion worker → memory.
+
+Three threads share one process: the capture thread cuts the source into 30 s clip files in
+the spool, the ingestion worker turns each finished clip into memory through the normal
+ingest path (:func:`edge.ingest.ingest_paths`), and the main thread applies the storage
+policy, writes the status file and waits for SIGTERM/SIGINT. Capture never waits for a
+model: the finished clips in the spool *are* the queue, so a slow model delays memory but
+never drops footage. The queue is bounded by ``max_pending``: a file or folder source pauses
+at the bound (back-pressure); a live source cannot pause, keeps recording to disk and the
+status says it is over the bound.
+
+Restarts and power loss: clips are published by an atomic rename after fsync, so on start
+every finished clip not yet in memory is pending and ingested (oldest first); ingest hashes
+each file, so a clip is never stored twice, and a clip whose ingest was cut short is resumed.
+The ``.part`` file that was being written is remuxed up to where it still decodes, or
+discarded when too little of it does (both logged). Nothing here imports Textual.
+
+Modules, in reading order:
+
+- :mod:`edge.record.spool`: the spool's layout, clip names, publishing, finished and
+  half-written clips, repair, the retention plan.
+- :mod:`edge.record.capture`: what to record (:class:`SourceSpec`), opening it, and the
+  capture thread (reconnects, the watched folder).
+- :mod:`edge.record.segmenter`: one opened source → 30 s clip files (:class:`Segmenter`).
+- :mod:`edge.record.worker`: the ingestion worker thread, its queue and back-pressure.
+- :mod:`edge.record.status`: the status file (write, :func:`read_status`,
+  :func:`recorder_status`).
+- :mod:`edge.record.recorder`: :class:`Recorder` (lock, preflight, recovery, the run loop)
+  and :class:`RecordOptions`.
+
+Everything a caller needs is importable from :mod:`edge.record` itself.
+"""
+
+from edge.errors import CaptureError, RecordError
+from edge.record.capture import Capture, SourceSpec, WatchLedger, open_source
+from edge.record.recorder import Recorder, RecordOptions
+from edge.record.segmenter import RAW_VIDEO_CODECS, Segmenter, fits_matroska, pick_encoder
+from edge.record.spool import (
+    CLIP_PREFIX,
+    CLIP_SUFFIX,
+    MIN_REPAIR_SECONDS,
+    PART_SUFFIX,
+    ClipFile,
+    Deletion,
+    clip_name,
+    clip_start,
+    finished_clips,
+    fsync_path,
+    iso_utc,
+    partial_clips,
+    plan_retention,
+    publish,
+    repair,
+    spool_dir,
+)
+from edge.record.status import read_status, recorder_status, status_path, write_status
+from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker
+
+__all__ = [
+    "CLIP_PREFIX", "CLIP_SUFFIX", "MIN_REPAIR_SECONDS", "MODEL_RETRY_SECONDS", "PART_SUFFIX",
+    "RAW_VIDEO_CODECS", "Capture", "CaptureError", "ClipFile", "Deletion", "IngestWorker",
+    "RecordError", "RecordOptions", "Recorder", "Segmenter", "SourceSpec", "WatchLedger",
+    "clip_name", "clip_start", "finished_clips", "fits_matroska", "fsync_path", "iso_utc",
+    "open_source", "partial_clips", "pick_encoder", "plan_retention", "publish",
+    "read_status", "recorder_status", "repair", "spool_dir", "status_path", "write_status",
+]

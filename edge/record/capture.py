@@ -1,0 +1,313 @@
+"""Capture: what to record (:class:`SourceSpec`), opening it with PyAV, and the recorder's
+capture thread (:class:`Capture`) that keeps a source going and feeds it to the
+:class:`~edge.record.segmenter.Segmenter`, which cuts it into 30 s clips in the spool.
+
+A camera or stream that drops is reopened with backoff (1 s, doubling up to 60 s); a file is
+read once; a watched folder is polled and each file that stopped changing is cut into clips
+once, its progress kept in ``watched.json`` in the spool so a restart resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from edge.errors import CaptureError
+from edge.record.segmenter import Segmenter
+
+if TYPE_CHECKING:
+    from edge.record.recorder import Recorder
+
+log = logging.getLogger("edge.record")
+
+MAX_BACKOFF_SECONDS = 60.0
+"""The longest wait before reopening a camera or stream that dropped."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What to record. ``kind``: ``camera`` (index or device), ``stream`` (rtsp/http URL),
+    ``file`` (a local file, paced at ``speed``× real time when ``realtime``) or ``watch`` (a
+    folder a camera writes files into)."""
+
+    kind: str
+    target: str
+    realtime: bool = False
+    speed: float = 1.0
+
+    @property
+    def live(self) -> bool:
+        """A live source cannot be paused: back-pressure never blocks its capture."""
+        return self.kind in ("camera", "stream") or (self.kind == "file" and self.realtime)
+
+    def describe(self) -> str:
+        """The source in words, for the log and the status file (``file x.mp4 (replayed in
+        real time ×6)``)."""
+        extra = ""
+        if self.kind == "file" and self.realtime:
+            extra = " (replayed in real time" + (f" ×{self.speed:g}" if self.speed != 1 else "")
+            extra += ")"
+        return f"{self.kind} {self.target}{extra}"
+
+
+def open_source(spec: SourceSpec):
+    """Open a camera, stream or file as a PyAV input container.
+
+    Raises :class:`CaptureError` with the device or URL and the FFmpeg reason.
+    """
+    import av
+
+    kwargs: dict = {}
+    target = spec.target
+    if spec.kind == "camera":
+        if sys.platform.startswith("linux"):
+            target = f"/dev/video{target}" if target.isdigit() else target
+            kwargs = {"format": "v4l2"}
+        elif sys.platform == "darwin":
+            kwargs = {"format": "avfoundation", "options": {"framerate": "30"}}
+        else:  # Windows: DirectShow wants the device's name
+            target = target if target.startswith("video=") else f"video={target}"
+            kwargs = {"format": "dshow"}
+    elif spec.kind == "stream":
+        opts = {"timeout": "10000000"}  # µs without data before a read fails (then reconnect)
+        if target.startswith(("rtsp://", "rtsps://")):
+            opts["rtsp_transport"] = "tcp"
+        kwargs = {"options": opts}
+    try:
+        return av.open(target, **kwargs)
+    except (av.error.FFmpegError, OSError) as e:
+        what = {"camera": "camera", "stream": "stream", "file": "file"}.get(spec.kind, "source")
+        hint = {"camera": "check the index (ls /dev/video*) and that no other program uses it",
+                "stream": "check the URL, the network and the camera's credentials",
+                }.get(spec.kind, "check the path")
+        raise CaptureError(f"cannot open {what} {target}: {getattr(e, 'strerror', None) or e}; "
+                           f"{hint}") from None
+
+
+
+class Capture:
+    """The capture thread of a :class:`~edge.record.Recorder`: opens its source and cuts it
+    into clips until the source ends or the recorder stops.
+
+    Shared with the recorder: ``rec.stop`` (close the current clip and return),
+    ``rec.state`` (set to ``recording``), ``rec.last_error`` and ``rec.capture_done`` (set
+    when the thread ends); each published clip wakes the ingestion worker.
+    """
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.segmenter: Segmenter | None = None  # the newest one (the status's current clip)
+        self.source_clock: tuple[float, float] | None = None  # (source time, monotonic)
+        self.recorded = 0                        # clips written by this run
+
+    def run(self) -> None:
+        """The thread's body. Errors are logged and kept as the recorder's ``last_error``,
+        never raised; ``capture_done`` is set however it ends."""
+        rec = self.rec
+        try:
+            if rec.source.kind == "watch":
+                self._from_folder()
+            else:
+                self._from_source()
+        except CaptureError as e:
+            rec.last_error = str(e)
+            log.error("%s", e)
+        except Exception as e:
+            rec.last_error = f"capture stopped: {e.__class__.__name__}: {e}"
+            log.exception("capture failed")
+        finally:
+            rec.capture_done.set()
+            rec.worker.wake.set()
+
+    def source_now(self) -> float:
+        """The source's current time on the timeline, Unix seconds (a replay at ×speed runs
+        ahead of the clock)."""
+        if self.source_clock is None:
+            return time.time()
+        origin, mono = self.source_clock
+        source = self.rec.source
+        speed = source.speed if source.realtime else 1.0
+        return origin + (time.monotonic() - mono) * speed
+
+    def _on_clip(self, path: Path, start: float, duration: float) -> None:
+        self.recorded += 1
+        log.info("clip %s (%.1f s) finished", path.name, duration)
+        self.rec.worker.wake.set()
+
+    def _segmenter(self) -> Segmenter:
+        """A new segmenter into the spool: it stops writing below the disk floor and waits
+        for room in the ingestion queue (a source that can wait)."""
+        rec = self.rec
+        self.segmenter = Segmenter(
+            rec.spool, clip_seconds=rec.options.clip_seconds, reencode=rec.options.reencode,
+            on_clip=self._on_clip, stop=rec.stop,
+            can_write=lambda: rec.free_bytes() >= rec.options.min_free,
+            wait_for_room=rec.worker.wait_for_room)
+        return self.segmenter
+
+    def _back_off(self, error: CaptureError, retry: str, backoff: float) -> float:
+        """Log a dropped source, wait ``backoff`` seconds (or until stopped); returns the
+        next backoff."""
+        self.rec.last_error = str(error)
+        log.error("%s; %s in %.0f s", error, retry, backoff)
+        self.rec.stop.wait(backoff)
+        return min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+    def _from_source(self) -> None:
+        """Camera, stream or file; a camera or stream that drops is reopened with backoff."""
+        rec, source = self.rec, self.rec.source
+        backoff = 1.0
+        opened_once = False
+        while not rec.stop.is_set():
+            try:
+                container = open_source(source)
+            except CaptureError as e:
+                if source.kind == "file" or not opened_once:
+                    raise  # a wrong device or URL fails at once; a dropped one is retried
+                backoff = self._back_off(e, "retrying", backoff)
+                continue
+            opened_once = True
+            finite = source.kind == "file" or bool(container.duration)
+            rec.state = "recording"
+            origin = time.time()
+            self.source_clock = (origin, time.monotonic())
+            seg = self._segmenter()
+            try:
+                with container:
+                    seg.run(container, origin, pace=source.speed if source.realtime else None)
+                backoff = 1.0
+            except CaptureError as e:
+                if source.kind == "file":
+                    raise
+                backoff = self._back_off(e, "reconnecting", backoff)
+                continue
+            if finite:  # a file, or a file served over http: recorded once
+                if rec.stop.is_set():  # a signal cut it short: not its end
+                    log.info("stopped recording %s before its end", source.target)
+                else:
+                    log.info("end of %s", source.target)
+                return
+            if not rec.stop.is_set():
+                log.warning("%s ended; reconnecting in %.0f s", source.describe(), backoff)
+                rec.stop.wait(backoff)
+
+    def _from_folder(self) -> None:
+        """Poll a folder; cut each file that stopped changing into clips, once. Progress per
+        file is kept in ``watched.json`` in the spool, so a restart resumes a file where its
+        last finished clip ended."""
+        from edge.ingest import find_media
+
+        rec = self.rec
+        folder = Path(rec.source.target)
+        ledger = WatchLedger(rec.spool)
+        seen: dict[str, tuple[int, int, float]] = {}
+        rec.state = "recording"
+        while not rec.stop.is_set():
+            if not folder.is_dir():
+                raise CaptureError(f"watched folder {folder} does not exist (any more)")
+            for f in find_media([folder]):
+                ready = self._settled(f, ledger, seen)
+                if ready is not None and not self._cut_watched(f, *ready, ledger):
+                    return  # stopped: the file is not complete, the next start resumes it
+            rec.stop.wait(rec.options.poll)
+
+    def _settled(self, f: Path, ledger: WatchLedger, seen: dict
+                 ) -> tuple[str, dict, os.stat_result] | None:
+        """``(key, ledger entry, stat)`` when watched file ``f`` is to be cut now: not yet
+        complete and unchanged for ``settle`` seconds (``seen``: size, mtime and since when,
+        per file); ``None`` otherwise."""
+        key = str(f.resolve())
+        if self.rec.spool.resolve() in f.resolve().parents:
+            return None  # our own clips, when the spool is inside the watched folder
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            return None
+        sig = (st.st_size, st.st_mtime_ns)
+        entry = ledger.entries.get(key)
+        if entry and entry.get("complete") and tuple(entry["sig"]) == sig:
+            return None
+        prev = seen.get(key)
+        if prev is None or prev[:2] != sig:
+            seen[key] = (*sig, time.monotonic())
+            return None
+        if time.monotonic() - prev[2] < self.rec.options.settle:
+            return None  # still being written
+        if entry is None or tuple(entry["sig"]) != sig:
+            entry = {"sig": list(sig), "done_until": 0.0, "complete": False}
+        return key, entry, st
+
+    def _cut_watched(self, f: Path, key: str, entry: dict, st: os.stat_result,
+                     ledger: WatchLedger) -> bool:
+        """Cut watched file ``f`` into clips from where its ledger ``entry`` says an earlier
+        run stopped. False when the recorder was stopped before the file's end."""
+        import av
+
+        from edge.media import MediaError, probe
+
+        rec = self.rec
+        try:
+            info = probe(f)
+        except MediaError as e:
+            rec.last_error = str(e)
+            log.error("watched file skipped: %s", e)
+            ledger.save(key, {**entry, "complete": True, "error": str(e)})
+            return True
+        origin = info.creation_time
+        if origin is None:  # a camera closes the file when it stops: mtime ≈ end
+            origin = st.st_mtime - info.duration
+        log.info("cutting %s into clips (from %.1f s)", f.name, entry["done_until"])
+        seg = self._segmenter()
+
+        def progress(seconds: float) -> None:
+            entry["done_until"] = seconds
+            ledger.save(key, entry)
+
+        def opened(part: Path) -> None:
+            entry["part"] = part.name
+            ledger.save(key, entry)
+
+        seg.on_open = opened
+        try:
+            with av.open(str(f)) as container:
+                seg.run(container, origin, skip_until=entry["done_until"], on_progress=progress)
+        except (CaptureError, av.error.FFmpegError) as e:
+            rec.last_error = f"{f.name}: {e}"
+            log.error("watched file %s stopped: %s", f.name, e)
+        if rec.stop.is_set():
+            return False
+        entry["complete"] = True
+        ledger.save(key, entry)
+        return True
+
+
+class WatchLedger:
+    """Progress per watched file, in ``<spool>/watched.json``: for each file (its resolved
+    path) its ``sig`` (size in bytes, mtime in ns), ``done_until`` (source seconds already
+    cut into clips), ``part`` (the ``.part`` clip last opened from it), ``complete`` and, for
+    a file that could not be read, ``error``."""
+
+    def __init__(self, spool: Path) -> None:
+        self.path = spool / "watched.json"
+        self.entries: dict[str, dict] = (json.loads(self.path.read_text())
+                                         if self.path.exists() else {})
+
+    def save(self, key: str, entry: dict) -> None:
+        """Set the entry of one file and rewrite the ledger atomically."""
+        self.entries[key] = entry
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.entries, indent=1))
+        os.replace(tmp, self.path)
+
+    def unfinished_parts(self) -> dict[str, str]:
+        """``.part`` name → watched file name, for the files that were being cut when the
+        recorder stopped (the file is still there, so its unfinished clip is cut again
+        rather than repaired)."""
+        return {e["part"]: Path(k).name for k, e in self.entries.items()
+                if e.get("part") and not e.get("complete")}

@@ -1,0 +1,189 @@
+"""The ingestion worker: a thread that turns each finished clip in the spool into memory
+through the normal ingest path (:func:`edge.ingest.ingest_paths`), oldest first.
+
+The finished clips in the spool that are not yet in memory *are* the queue: nothing is held
+in RAM, so a restart finds the same queue on disk. The queue is bounded by ``max_pending``:
+a source that can wait (a file, a watched folder) pauses at the bound (back-pressure,
+:meth:`IngestWorker.wait_for_room`); a live source cannot pause and keeps recording.
+
+A clip that cannot be read is moved to ``<spool>/failed/``. When the models cannot run
+(weights missing, a remote role unreachable) the clip stays in the spool and is tried again
+every :data:`MODEL_RETRY_SECONDS`, and on the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from edge.record.spool import clip_start, finished_clips
+
+if TYPE_CHECKING:
+    from edge.record.recorder import Recorder
+
+log = logging.getLogger("edge.record")
+
+MODEL_RETRY_SECONDS = 30.0
+"""Wait before trying a clip again when the models cannot run (weights missing, remote role
+unreachable); the clip stays in the spool meanwhile."""
+
+
+@dataclass
+class _Ingested:
+    """What ingesting one clip gave: ``ok`` (in memory) or the ``message`` why not."""
+
+    ok: bool
+    message: str | None = None
+    status: str | None = None     # the ingest result's status ("ok", "resumed", ...)
+    clips_added: int = 0
+    seconds: float = 0.0          # wall-clock seconds the ingest took
+    duration: float = 0.0         # the clip's footage, seconds
+
+
+class IngestWorker:
+    """The ingestion worker of a :class:`~edge.record.Recorder` and its queue.
+
+    Owns the queue's bookkeeping: ``ingested`` (names of the clips in memory, guarded by
+    ``lock``), ``ingested_until`` (Unix seconds: the end of the newest footage in memory),
+    ``ingesting`` (the clip being ingested), ``failed`` (clips moved to ``failed/``) and
+    ``crashed`` (the memory became unusable; the recording stops). ``wake`` is set when a
+    clip was published or capture ended. Shared with the recorder: ``rec.stop``,
+    ``rec.capture_done``, ``rec.state`` and ``rec.last_error``.
+    """
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.wake = threading.Event()        # a clip was published
+        self.lock = threading.Lock()
+        self.ingested: set[str] = set()      # clip names in memory
+        self.ingested_until: float | None = None
+        self.ingesting: str | None = None
+        self.failed = 0
+        self.crashed = False
+
+    def pending(self) -> list[Path]:
+        """The queue: finished clips in the spool not yet in memory, oldest first."""
+        with self.lock:
+            return [c.path for c in finished_clips(self.rec.spool)
+                    if c.path.name not in self.ingested]
+
+    def ingested_names(self) -> set[str]:
+        """A copy of the names of the clips in memory (safe to use from another thread)."""
+        with self.lock:
+            return set(self.ingested)
+
+    def wait_for_room(self) -> None:
+        """Back-pressure for sources that can wait (a file or a watched folder): block while
+        the queue holds ``max_pending`` clips, with the state ``backpressure``. Returns at
+        once for a live source, or when the recorder stops."""
+        rec = self.rec
+        if rec.source.live:
+            return
+        while not rec.stop.is_set() and len(self.pending()) >= rec.options.max_pending:
+            rec.state = "backpressure"
+            rec.stop.wait(rec.options.poll)
+        if not rec.stop.is_set():
+            rec.state = "recording"
+
+    def run(self) -> None:
+        """The thread's body: ingest the queue until the recorder stops, or capture ended
+        and the queue is empty. The models are loaded (``hub_factory()``) and the memory
+        opened on the first clip. An unexpected error stops the recording (``crashed``);
+        it is logged, never raised."""
+        from edge.store import Memory
+
+        rec = self.rec
+        hub = memory = None
+        try:
+            while True:
+                queue = self.pending()
+                if rec.stop.is_set() or (not queue and rec.capture_done.is_set()):
+                    return
+                if not queue:
+                    self.wake.wait(rec.options.poll)
+                    self.wake.clear()
+                    continue
+                if hub is None:
+                    memory = Memory(rec.memory_path, create=True)
+                    hub = rec.hub_factory()
+                if not self._ingest_next(memory, hub, queue[0]):
+                    return
+        except Exception as e:  # the memory is unusable: stop recording rather than pile up
+            rec.last_error = f"ingestion stopped: {e.__class__.__name__}: {e}"
+            self.crashed = True
+            log.exception("ingestion worker failed; stopping the recording (finished clips "
+                          "stay in the spool and are ingested on the next start)")
+            rec.stop.set()
+        finally:
+            if memory is not None:
+                memory.close()
+
+    def _ingest_next(self, memory, hub, clip: Path) -> bool:
+        """Ingest the oldest clip of the queue; its model calls are recorded under the
+        command ``record``. False when the worker should stop (while waiting for the
+        models)."""
+        from edge.errors import MODEL_ERRORS
+
+        self.ingesting = clip.name
+        mark = len(hub.usage.records)
+        try:
+            done = self._ingest(memory, hub, clip)
+        except MODEL_ERRORS as e:  # the models, not the clip: it stays in the spool
+            return self._wait_for_models(clip, e)
+        finally:
+            memory.record_calls("record", hub.usage.records[mark:])
+            self.ingesting = None
+        if done.ok:
+            self._stored(clip, done)
+        else:
+            self._move_to_failed(clip, done.message)
+        return True
+
+    def _ingest(self, memory, hub, clip: Path) -> _Ingested:
+        """Ingest one clip; a clip that cannot be read is not ``ok``. Model errors are
+        raised."""
+        from edge.ingest import IngestOptions, ingest_paths
+        from edge.media import MediaError, probe
+
+        try:
+            info = probe(clip)
+            opts = IngestOptions(start=clip_start(clip),
+                                 clip_seconds=max(self.rec.options.clip_seconds,
+                                                  info.duration + 1.0))
+            report = ingest_paths(memory, hub, [clip], opts)
+        except MediaError as e:
+            return _Ingested(False, str(e))
+        result = report.results[0]
+        return _Ingested(result.status != "failed", result.message, result.status,
+                         result.clips_added, report.seconds, info.duration)
+
+    def _wait_for_models(self, clip: Path, error: Exception) -> bool:
+        """The models cannot run: keep the clip, wait :data:`MODEL_RETRY_SECONDS`. False when
+        capture ended or the recorder stopped meanwhile."""
+        rec = self.rec
+        rec.last_error = f"{clip.name} waits for the models: {error}"
+        log.error("cannot ingest %s now: %s; it stays in the spool and is ingested once that "
+                  "is fixed (retrying in %.0f s, and on the next start)", clip.name, error,
+                  MODEL_RETRY_SECONDS)
+        return not (rec.capture_done.is_set() or rec.stop.wait(MODEL_RETRY_SECONDS))
+
+    def _stored(self, clip: Path, done: _Ingested) -> None:
+        with self.lock:
+            self.ingested.add(clip.name)
+        start = clip_start(clip) or 0.0
+        self.ingested_until = max(self.ingested_until or 0.0, start + done.duration)
+        log.info("ingested %s into memory (%s, %d clip(s) added, %.1f s)",
+                 clip.name, done.status, done.clips_added, done.seconds)
+
+    def _move_to_failed(self, clip: Path, message: str | None) -> None:
+        rec = self.rec
+        self.failed += 1
+        rec.last_error = f"{clip.name}: {message}"
+        failed = rec.spool / "failed"
+        failed.mkdir(exist_ok=True)
+        os.replace(clip, failed / clip.name)
+        log.error("could not ingest %s (%s); moved it to %s", clip.name, message, failed)
