@@ -100,7 +100,8 @@ def partial_clips(spool: Path) -> list[Path]:
 
 
 def fsync_path(path: Path, *, directory: bool = False) -> None:
-    """Flush a file (or a folder's entries) to disk, so a power cut cannot undo it."""
+    """Flush a file (or a folder's entries) to disk, so a power cut cannot undo it. Raises
+    :class:`OSError`."""
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
         os.fsync(fd)
@@ -110,7 +111,7 @@ def fsync_path(path: Path, *, directory: bool = False) -> None:
 
 def publish(part: Path) -> Path:
     """Make a closed ``.part`` clip visible under its final name (fsync, atomic rename,
-    fsync of the folder); returns the final path."""
+    fsync of the folder); returns the final path. Raises :class:`OSError`."""
     final = part.with_name(part.name.removesuffix(PART_SUFFIX))
     fsync_path(part)
     os.replace(part, final)
