@@ -17,7 +17,7 @@ from models.resolve import WeightsMissingError, resolve_tokenizer, resolve_weigh
 from models.usage import UsageMeter
 
 REMOTE_BACKEND = "openai"
-"""The backend name of a role served by an OpenAI-compatible server (models/remote.py)."""
+"""The backend name of a role served by an OpenAI-compatible server (models/remote/)."""
 
 
 def default_threads() -> int:
