@@ -64,6 +64,13 @@ class RemoteLLM:
         a VLM for them to be useful."""
         return self.config.allow_frames
 
+    @property
+    def json_mode(self) -> str | None:
+        """The ``response_format`` form schema calls use (one of ``JSON_MODES``): the
+        configured one, or with ``json_mode = "auto"`` the one this server accepted, ``None``
+        until the first schema call has found it."""
+        return self._json_mode
+
     # ---- token budgeting (estimates) ---------------------------------------------------
 
     def count_tokens(self, text: str) -> int:
