@@ -42,6 +42,10 @@ class RemoteLLM:
     Raises :class:`RemoteUnavailableError` when the server cannot be reached after
     ``max_retries`` retries, :class:`ConfigError` for a rejected key or unknown model,
     :class:`ContextOverflowError` when the server says the prompt is too long.
+
+    Args:
+        config: the role's settings. name: the model name usage is recorded under (default
+        ``config.model``). usage: where every call is counted (None: not counted).
     """
 
     def __init__(self, config: RemoteConfig, *, name: str | None = None,
@@ -194,7 +198,10 @@ class RemoteLLM:
         """One chat completion, counted under ``role``; with ``schema`` the server is asked
         to constrain the reply (see the module docstring). Raises
         :class:`ContextOverflowError` when the estimated prompt plus ``max_tokens`` exceeds
-        ``n_ctx``."""
+        ``n_ctx`` (or the server says so), :class:`ConfigError` for frames the role may not
+        send, a rejected key or an unknown model, :class:`RemoteUnavailableError` when the
+        server is unreachable, times out or keeps failing after ``max_retries`` retries, and
+        :class:`RemoteError` for any other error answer."""
         if not self.config.allow_frames and _has_images(messages):
             raise ConfigError(
                 f"role {self.config.role}: refusing to send frames to {self.config.base_url}; "
@@ -227,7 +234,8 @@ class RemoteLLM:
     def chat_json(self, messages: list[dict[str, Any]], *, role: str, schema: dict,
                   max_tokens: int = 256) -> dict:
         """A JSON object that validates against ``schema``: parse → validate → one repair
-        call showing the broken reply and the error → :class:`LLMOutputError`."""
+        call showing the broken reply and the error → :class:`LLMOutputError`. Request
+        errors are those of :meth:`chat`."""
         import jsonschema
 
         res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens)
