@@ -9,6 +9,9 @@ from models.registry import load_manifest
 
 
 def main(argv: list[str]) -> int:
+    """Print the weight packages of the profiles in ``argv[1:]`` (default ``tiny``); returns
+    the exit status (2 with the usage on stderr unless ``argv[0]`` is ``packages``). Raises
+    :class:`models.registry.UnknownModelError` for an unknown profile."""
     if not argv or argv[0] != "packages":
         print(__doc__.strip(), file=sys.stderr)
         return 2

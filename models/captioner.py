@@ -36,7 +36,10 @@ class Caption:
 class Captioner(Protocol):
     """Anything that turns sampled frames and a transcript into a caption."""
 
-    def caption(self, frames: list[Frame], transcript: str, duration: float) -> Caption: ...
+    def caption(self, frames: list[Frame], transcript: str, duration: float) -> Caption:
+        """A caption of one span: ``frames`` sampled from it (``Frame.t`` in seconds, BGR
+        ``uint8`` ``(h, w, 3)``), its ``transcript`` (may be empty), ``duration`` in seconds."""
+        ...
 
 
 def _norm(text: str) -> str:

@@ -17,7 +17,7 @@ from models.resolve import WeightsMissingError, resolve_tokenizer, resolve_weigh
 from models.usage import UsageMeter
 
 REMOTE_BACKEND = "openai"
-"""The backend name of a role served by an OpenAI-compatible server (models/remote.py)."""
+"""The backend name of a role served by an OpenAI-compatible server (models/remote/)."""
 
 
 def default_threads() -> int:
@@ -115,7 +115,13 @@ class ModelHub:
         return [role for role in self.profile.roles if self.spec(role).backend == REMOTE_BACKEND]
 
     def get(self, role: str) -> Any:
-        """The live backend for ``role`` (loaded on first use, then reused)."""
+        """The live backend for ``role`` (loaded on first use, then reused).
+
+        Raises :class:`WeightsMissingError` (naming the setup command) or
+        :class:`models.resolve.WeightsCorruptError` for local weights, :class:`ConfigError`
+        for bad remote settings or a remote captioner whose frames are not allowed,
+        :class:`models.registry.UnknownModelError` for a role the profile lacks, and
+        ``ValueError`` for an unknown backend."""
         spec = self.spec(role)
         # a local model is shared by the roles naming it; a remote one is configured per role
         key = f"{spec.name}#{role}" if spec.backend == REMOTE_BACKEND else spec.name
@@ -126,14 +132,17 @@ class ModelHub:
 
     @property
     def transcriber(self):
+        """The ``transcriber`` role's backend (:meth:`get`)."""
         return self.get("transcriber")
 
     @property
     def embedder(self):
+        """The ``embedder`` role's backend (:meth:`get`)."""
         return self.get("embedder")
 
     @property
     def captioner(self):
+        """The ``captioner`` role's backend (:meth:`get`)."""
         return self.get("captioner")
 
     def llm(self, role: str):

@@ -130,6 +130,19 @@ def pull(spec: ModelSpec, models_dir: Path, *, endpoint: str | None = None,
     files = hub_files(spec)
     where = (f"copy {', '.join(f.file for f in files)} from "
              f"https://huggingface.co/{spec.option('repo')} into {models_dir}")
+    results, todo = _already_pulled(files, models_dir)
+    if not todo:
+        return results
+    endpoint = _reachable_endpoint(spec, endpoint, connect_timeout, where)
+    for f in todo:
+        results.append(_download(spec, f, models_dir, endpoint, connect_timeout, tqdm_class))
+    return results
+
+
+def _already_pulled(files: list[HubFile],
+                    models_dir: Path) -> tuple[list[PulledFile], list[HubFile]]:
+    """The files already in ``models_dir`` that verify, and those still to download; a file
+    of the right size that fails verification is deleted (wrong bytes under its final name)."""
     results: list[PulledFile] = []
     todo: list[HubFile] = []
     for f in files:
@@ -142,8 +155,13 @@ def pull(spec: ModelSpec, models_dir: Path, *, endpoint: str | None = None,
             except PullError:
                 path.unlink()  # wrong bytes under the final name: fetch it again
         todo.append(f)
-    if not todo:
-        return results
+    return results, todo
+
+
+def _reachable_endpoint(spec: ModelSpec, endpoint: str | None, connect_timeout: float,
+                        where: str) -> str:
+    """The hub endpoint to download from, once it is known to answer; raises
+    :class:`PullError` saying how to get the files when the device is (or is set) offline."""
     var = _offline_env()
     if var:
         raise PullError(f"{var} is set, so nothing is downloaded. On a connected device unset "
@@ -154,30 +172,35 @@ def pull(spec: ModelSpec, models_dir: Path, *, endpoint: str | None = None,
     except PullError as e:
         raise PullError(f"{e}. Connect it and run `edge models pull {spec.name}` again, or "
                         f"{where}.") from None
+    return endpoint
+
+
+def _download(spec: ModelSpec, f: HubFile, models_dir: Path, endpoint: str,
+              connect_timeout: float, tqdm_class) -> PulledFile:
+    """Download one file with ``hf_hub_download`` (resumable) and verify it; a file that
+    fails verification is removed. Raises :class:`PullError`."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     models_dir.mkdir(parents=True, exist_ok=True)
-    for f in todo:
-        try:
-            got = Path(hf_hub_download(
-                repo_id=spec.option("repo"), filename=f.file,
-                revision=spec.option("revision"), local_dir=models_dir, endpoint=endpoint,
-                etag_timeout=connect_timeout, tqdm_class=tqdm_class))
-        except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as e:
-            raise PullError(f"{spec.name}: downloading {f.file} from {endpoint}/"
-                            f"{spec.option('repo')} failed ({e.__class__.__name__}: "
-                            f"{str(e).splitlines()[0][:200]}); run the same command again "
-                            "to resume") from None
-        try:
-            digest, ok = _verify(got, f)
-        except PullError as e:
-            got.unlink(missing_ok=True)
-            raise PullError(f"{e}; the download was removed. Run `edge models pull "
-                            f"{spec.name}` again; if it fails the same way, the file on the "
-                            "hub changed and the manifest needs a new checksum.") from None
-        results.append(PulledFile(got, digest, ok, downloaded=True))
-    return results
+    try:
+        got = Path(hf_hub_download(
+            repo_id=spec.option("repo"), filename=f.file,
+            revision=spec.option("revision"), local_dir=models_dir, endpoint=endpoint,
+            etag_timeout=connect_timeout, tqdm_class=tqdm_class))
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as e:
+        raise PullError(f"{spec.name}: downloading {f.file} from {endpoint}/"
+                        f"{spec.option('repo')} failed ({e.__class__.__name__}: "
+                        f"{str(e).splitlines()[0][:200]}); run the same command again "
+                        "to resume") from None
+    try:
+        digest, ok = _verify(got, f)
+    except PullError as e:
+        got.unlink(missing_ok=True)
+        raise PullError(f"{e}; the download was removed. Run `edge models pull "
+                        f"{spec.name}` again; if it fails the same way, the file on the "
+                        "hub changed and the manifest needs a new checksum.") from None
+    return PulledFile(got, digest, ok, downloaded=True)
 
 
 def recommended(manifest, models_dir: Path) -> list[dict]:

@@ -47,6 +47,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
     def option(self, key: str, default: Any = None) -> Any:
+        """The manifest value of ``key`` (any key besides the fields above), or ``default``."""
         return self.options.get(key, default)
 
     @property
@@ -100,6 +101,7 @@ class Manifest:
     profiles: dict[str, Profile]
 
     def model(self, name: str) -> ModelSpec:
+        """Look a model up by name; raises :class:`UnknownModelError` naming the known ones."""
         try:
             return self.models[name]
         except KeyError:

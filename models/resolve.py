@@ -203,7 +203,8 @@ def resolve_mmproj(spec: ModelSpec, models_dir: Path) -> Path:
 
 
 def resolve_tokenizer(spec: ModelSpec) -> Path:
-    """The ``tokenizer.json`` an embedder needs (shipped in a separate package)."""
+    """The ``tokenizer.json`` an embedder needs (shipped in a separate package); raises
+    :class:`WeightsMissingError` naming the package when it is absent."""
     mod = _import(spec, spec.option("tokenizer_module"))
     path = Path(getattr(mod, spec.option("tokenizer_path_function"))()) / spec.option(
         "tokenizer_file", "tokenizer.json"

@@ -29,9 +29,11 @@ class UsageMeter:
         self._listeners: list[Callable[[CallRecord], None]] = []
 
     def add_listener(self, fn: Callable[[CallRecord], None]) -> None:
+        """Call ``fn(record)`` after every later call is recorded (on the recording thread)."""
         self._listeners.append(fn)
 
     def record(self, rec: CallRecord) -> None:
+        """Count one call and tell the listeners."""
         with self._lock:
             self.records.append(rec)
         for fn in self._listeners:
@@ -73,4 +75,5 @@ class UsageMeter:
         }
 
     def as_dicts(self, since: int = 0) -> list[dict]:
+        """The calls after position ``since`` as plain dicts (the :class:`CallRecord` fields)."""
         return [asdict(r) for r in self.records[since:]]

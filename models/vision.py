@@ -48,6 +48,8 @@ class TextReader:
         self.usage = usage
 
     def read(self, frame: np.ndarray) -> list[TextLine]:
+        """Lines of at least 2 characters read in a BGR ``uint8`` ``(h, w, 3)`` frame with
+        confidence ≥ ``min_score``, in the recogniser's order; counted as an ``ocr`` call."""
         t0 = time.perf_counter()
         result, _ = self._ocr(downscale(frame, self.max_side))
         lines = [
@@ -75,6 +77,8 @@ class FaceCounter:
         self.max_side = max_side
 
     def count(self, frame: np.ndarray) -> int:
+        """Frontal faces (at least 32 px after downscaling to ``max_side``) in a BGR
+        ``uint8`` ``(h, w, 3)`` frame."""
         import cv2
 
         gray = cv2.cvtColor(downscale(frame, self.max_side), cv2.COLOR_BGR2GRAY)

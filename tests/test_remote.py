@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from edge.cli import main
 from edge.config import models_dir
-from models import ConfigError, ModelHub, load_manifest, resolve_weights
+from models import ConfigError, ModelHub, Profile, load_manifest, resolve_weights
 from models.captioner import Frame
 from models.llm import LLMOutputError
 from models.registry import load_manifest_with_user
@@ -28,7 +28,6 @@ from models.remote import RemoteConfig, RemoteLLM, RemoteUnavailableError
 from models.usage import UsageMeter
 from tests.plumbing_vlm import write_random_projector
 
-pytestmark = pytest.mark.slow
 ROLES_ENV = [f"EDGE_{r}_{k}" for r in ("SOLVER", "MEMORY_LLM", "CAPTIONER")
              for k in ("BASE_URL", "MODEL", "API_KEY", "ALLOW_FRAMES", "MAX_RETRIES")]
 
@@ -111,6 +110,7 @@ ANSWER = {"type": "object", "properties": {"answer": {"type": "string"},
           "required": ["answer", "sufficient"]}
 
 
+@pytest.mark.slow
 def test_remote_solver_from_a_user_profile_answers_valid_json(server, clean_env, tmp_path):
     profiles = tmp_path / "profiles.toml"
     profiles.write_text(f"""
@@ -136,16 +136,17 @@ solver = "remote-qwen"
                 {"role": "user", "content": "Notes: [1] I put the keys in the red bowl.\n"
                  "Question: where are the keys?"}]
         out = solver.chat_json(msgs, role="solver", schema=ANSWER, max_tokens=60)
-        assert isinstance(out["answer"], str) and isinstance(out["sufficient"], bool)
+        assert "bowl" in out["answer"].lower() and out["sufficient"] is True, out
         # llama-cpp-python rejects OpenAI's json_schema form; its json_object+schema is used
-        assert solver._json_mode == "json_object"
-        rec = hub.usage.records[-1]
+        assert solver.json_mode == "json_object"
+        (rec,) = hub.usage.records  # the rejected probe is not counted; no repair was needed
         assert rec.role == "solver" and rec.model == "qwen-0.5b"
         assert rec.tokens_in > 20 and rec.tokens_out > 0  # the server's own counts
     finally:
         hub.close()
 
 
+@pytest.mark.slow
 def test_remote_memory_llm_from_env_and_its_marked_failure(server, clean_env):
     clean_env.setenv("EDGE_MEMORY_LLM_BASE_URL", server)
     clean_env.setenv("EDGE_MEMORY_LLM_MODEL", "qwen-0.5b")
@@ -168,6 +169,7 @@ def _frames(n: int) -> list[Frame]:
             for i in range(n)]
 
 
+@pytest.mark.slow
 def test_remote_captioner_sends_frames_only_when_allowed(server, clean_env):
     clean_env.setenv("EDGE_CAPTIONER_BASE_URL", server)
     clean_env.setenv("EDGE_CAPTIONER_MODEL", "plumbing-vlm")
@@ -227,6 +229,7 @@ def test_bad_remote_settings_are_config_errors(clean_env):
                                                    "EDGE_CAPTIONER_ALLOW_FRAMES": "maybe"})
 
 
+@pytest.mark.slow
 def test_client_retries_until_a_late_server_is_up(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
@@ -250,12 +253,14 @@ def test_client_retries_until_a_late_server_is_up(tmp_path):
     try:
         t.join(90)
         assert "err" not in result, result.get("err")
-        assert result["res"].tokens_out > 0 and llm.usage.records[0].role == "solver"
+        assert result["res"].tokens_out > 0
+        assert [r.role for r in llm.usage.records] == ["solver"]  # one answer, counted once
     finally:
         stop(proc)
         llm.close()
 
 
+@pytest.mark.slow
 def test_doctor_reports_remote_roles(server, clean_env):
     clean_env.setenv("EDGE_SOLVER_BASE_URL", server)
     clean_env.setenv("EDGE_SOLVER_MODEL", "qwen-0.5b")
@@ -266,11 +271,14 @@ def test_doctor_reports_remote_roles(server, clean_env):
     hub = ModelHub(load_manifest().profile("tiny"), models_dir())
     rows = {r["role"]: r for r in check_roles(hub, load=False)}
     assert rows["solver"]["backend"] == "openai" and server in rows["solver"]["weights"]
-    from edge.doctor import _check_remote
-
-    row = {"detail": "", "ok": False, "loaded": False}
-    _check_remote(hub, "solver", hub.spec("solver"), row, load=True)
-    assert row["ok"] and "reachable" in row["detail"] and "lists it" in row["detail"]
+    # with load: only the two remote roles (a profile without local ones loads nothing)
+    remote_only = ModelHub(Profile("remote-only", "", {
+        "solver": hub.spec("solver"), "memory_llm": hub.spec("memory_llm")}), models_dir())
+    rows = {r["role"]: r for r in check_roles(remote_only, load=True)}
+    solver = rows["solver"]
+    assert solver["ok"] and "reachable" in solver["detail"] and "lists it" in solver["detail"]
+    assert not rows["memory_llm"]["ok"] and "cannot reach" in rows["memory_llm"]["error"]
+    assert rows["embedder"]["error"] == "not set in this profile"
     r = CliRunner().invoke(main, ["models", "list", "--no-load"])
     assert "openai" in r.output and server in r.output
     r = CliRunner().invoke(main, ["doctor"])
@@ -280,6 +288,7 @@ def test_doctor_reports_remote_roles(server, clean_env):
     hub.close()
 
 
+@pytest.mark.slow
 def test_a_slow_answer_is_a_timeout_that_says_how_to_raise_it(server):
     llm = RemoteLLM(RemoteConfig(role="solver", base_url=server, model="qwen-0.5b",
                                  timeout=0.3, max_retries=0))
@@ -291,6 +300,7 @@ def test_a_slow_answer_is_a_timeout_that_says_how_to_raise_it(server):
     llm.close()
 
 
+@pytest.mark.slow
 def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tmp_path):
     """`edge ask` end to end with the solver on the server: filtering, sufficiency and the
     final answer are remote calls, counted with the server's token counts; retrieval and
@@ -326,6 +336,7 @@ def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tm
     assert models == {"qwen-0.5b"}
 
 
+@pytest.mark.slow
 def test_a_remote_vlm_solver_gets_keyframes_only_when_allowed(server, clean_env, tmp_path):
     """MERIT's final answer with frames: a remote VLM solver allowed frames receives the
     anchors' keyframes (real frames of a shared video) by the adaptive budget."""

@@ -20,7 +20,6 @@ from models.vlm import FrameBudget, LlamaCppVLMCaptioner, caption_messages, pick
 from tests.conftest import FOOTAGE, shared
 from tests.plumbing_vlm import write_random_projector
 
-pytestmark = pytest.mark.slow
 SMOLLM2_EMBD = 576
 
 
@@ -75,6 +74,7 @@ def test_image_parts_from_keyframe_files(tmp_path):
         image_parts([tmp_path / "missing.jpg"])
 
 
+@pytest.mark.slow
 def test_plumbing_vlm_encodes_images_and_text_comes_back(smollm2, projector):
     usage = UsageMeter()
     vlm = LlamaCppVLMCaptioner(smollm2, projector, name="plumbing-vlm", n_ctx=2048,
@@ -98,6 +98,7 @@ def test_plumbing_vlm_encodes_images_and_text_comes_back(smollm2, projector):
         vlm.close()
 
 
+@pytest.mark.slow
 def test_plumbing_vlm_halves_frames_until_the_prompt_fits(smollm2, projector):
     vlm = LlamaCppVLMCaptioner(smollm2, projector, n_ctx=200, max_tokens=8,
                                budget=FrameBudget(max_frames=8))
@@ -110,6 +111,7 @@ def test_plumbing_vlm_halves_frames_until_the_prompt_fits(smollm2, projector):
         vlm.close()
 
 
+@pytest.mark.slow
 def test_plumbing_vlm_ingests_shared_footage_through_a_user_profile(tmp_path, monkeypatch,
                                                                      smollm2, projector):
     src = shared(FOOTAGE / "tiny_drawing_noaudio.mp4")
