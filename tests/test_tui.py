@@ -31,7 +31,7 @@ from tui.screens.chat import ChatScreen  # noqa: E402
 from tui.screens.clip import ClipScreen  # noqa: E402
 from tui.screens.help import HelpScreen  # noqa: E402
 from tui.screens.timeline import TimelineScreen  # noqa: E402
-from tui.session import read_status, remote_roles  # noqa: E402
+from tui.session import memory_status, remote_roles  # noqa: E402
 from tui.widgets.clip_view import ClipView  # noqa: E402
 from tui.widgets.conversation import Bubble  # noqa: E402
 from tui.widgets.entries import EntryList, EntryRow  # noqa: E402
@@ -267,7 +267,7 @@ def test_remote_roles_are_those_served_off_the_device(monkeypatch, hub):
         "profiles": {"mixed": {"roles": {"memory_llm": "local", "solver": "far"}}}})
     mixed = ModelHub(manifest.profile("mixed"), models_dir())
     assert remote_roles(mixed) == ["solver"]
-    status = read_status(Path("x.db"), None, mixed)
+    status = memory_status(Path("x.db"), None, mixed)
     assert "models remote: solver" in status.line() and status.empty
 
 
