@@ -17,8 +17,8 @@ from textual.app import App
 from textual.binding import Binding
 
 from edge.answer import Answer, ask
-from edge.errors import USER_ERRORS
-from edge.store import Memory, StoreError
+from edge.errors import USER_ERRORS, StoreError
+from edge.store import Memory
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
 from tui.screens.help import HelpScreen
