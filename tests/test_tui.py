@@ -356,6 +356,7 @@ def test_panes_sit_side_by_side_and_stack_in_a_narrow_terminal(day, hub):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Image.Image.getdata:DeprecationWarning")  # textual-image
 def test_the_chat_reads_the_memory_while_the_recorder_writes_it(tmp_path, hub):
     """`edge record` (a real process replaying a shared video as a live source) writes the
     memory while the chat, in this process, shows its growing status and answers from it."""
