@@ -25,16 +25,20 @@ def home() -> Path:
 
 
 def default_memory_path() -> Path:
+    """The memory file when ``--memory`` is not given: ``$EDGE_MEMORY`` or
+    ``$EDGE_HOME/memory.db``."""
     env = os.environ.get("EDGE_MEMORY")
     return Path(env).expanduser() if env else home() / "memory.db"
 
 
 def models_dir() -> Path:
+    """Where model files live: ``$EDGE_MODELS_DIR`` or ``$EDGE_HOME/models``."""
     env = os.environ.get("EDGE_MODELS_DIR")
     return Path(env).expanduser() if env else home() / "models"
 
 
 def default_profile() -> str:
+    """The profile when ``--profile`` is not given: ``$EDGE_PROFILE`` or ``tiny``."""
     return os.environ.get("EDGE_PROFILE", DEFAULT_PROFILE)
 
 

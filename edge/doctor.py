@@ -15,6 +15,8 @@ from models.hub import REMOTE_BACKEND
 
 @dataclass(frozen=True)
 class Check:
+    """One line of ``edge doctor``: what was checked, whether it passed, the detail."""
+
     name: str
     ok: bool
     detail: str

@@ -1,13 +1,15 @@
 """The CLI as a user drives it (click's runner, a temporary user directory)."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
 from edge.cli import main
 from edge.config import models_dir
-from tests.conftest import EGOLIFE_DAY1, shared
+from tests.conftest import EGOLIFE_DAY1, ROOT, shared
 
 
 @pytest.fixture()
@@ -25,8 +27,32 @@ def run(tmp_path, monkeypatch):
 
 def test_help_lists_the_commands(run):
     out = run("--help").output
-    for cmd in ("ingest", "ingest-captions", "ask", "doctor", "models", "stats"):
-        assert cmd in out
+    listed = out[out.index("Commands:"):].splitlines()[1:]
+    assert [line.split()[0] for line in listed if line.strip()] == [
+        "ask", "chat", "doctor", "ingest", "ingest-captions", "models", "record", "stats",
+        "status"]
+    out = run("models", "--help").output
+    listed = out[out.index("Commands:"):].splitlines()[1:]
+    assert [line.split()[0] for line in listed if line.strip()] == ["list", "pull",
+                                                                    "recommended"]
+
+
+def test_ask_and_chat_share_the_answer_loop_options():
+    from edge.cli.ask import ask, chat
+
+    def spec(command, name):
+        p = next(p for p in command.params if p.name == name)
+        return (p.opts, p.secondary_opts, repr(p.type), p.default, p.show_default)
+
+    for name in ("delta", "rounds", "loop", "neighbor_filter"):
+        assert spec(ask, name) == spec(chat, name), name
+
+
+def test_python_dash_m_runs_the_cli():
+    out = subprocess.run([sys.executable, "-m", "edge.cli", "status", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Usage: python -m edge.cli status [OPTIONS]")
 
 
 def test_models_list_resolves_every_role(run):
@@ -63,6 +89,50 @@ def test_a_folder_without_media_is_an_error_and_creates_no_memory(run, tmp_path)
     assert r.exit_code == 1 and "no video or audio files in" in r.output and ".mp4" in r.output
     assert not (tmp_path / "m.db").exists()
 
+
+def test_status_of_a_memory_whose_recorder_never_ran(run, tmp_path):
+    r = run("--memory", str(tmp_path / "m.db"), "status")
+    assert r.exit_code == 0
+    assert r.output.splitlines() == [
+        f"memory     {tmp_path / 'm.db'}  (not created yet)",
+        "recorder   has never run for this memory; start it with `edge record --camera 0` "
+        "(or --url URL, --watch DIR)"]
+    r = run("--memory", str(tmp_path / "m.db"), "status", "--json")
+    assert json.loads(r.output) == {"recorder": None, "memory": str(tmp_path / "m.db"),
+                                    "memory_stats": None}
+
+
+def test_stats_of_synthetic_clips(run, tmp_path):
+    from edge.store import Memory
+    from tests.factories import add_clips
+
+    mem = tmp_path / "m.db"
+    with Memory(mem) as m:
+        add_clips(m, 4, finish=True)
+    r = run("--memory", str(mem), "stats")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()  # four MERIT keys a clip; 4 x 30 s = 0.03 h
+    assert lines[:7] == [f"memory   {mem}", "sources  1", "clips    4", "keys     16",
+                         "hours    0.03", "days     DAY1", "facts    0"]
+    assert not any(line.startswith(("partial", "calls", "ingest")) for line in lines)
+    s = json.loads(run("--memory", str(mem), "stats", "--json").output)
+    assert (s["clips"], s["days"], s["calls"], s["ingest_cost"]["stages"]) == (4, ["DAY1"], [],
+                                                                               {})
+
+
+def test_record_refuses_anything_but_one_valid_source(run, tmp_path):
+    mem = str(tmp_path / "m.db")
+    for args, message in [((), "give exactly one source"),
+                          (("--camera", "0", "--url", "x"), "give exactly one source"),
+                          (("--url", str(tmp_path / "nope.mp4")), "no such file"),
+                          (("--url", "rtsp://cam/1", "--realtime"), "--realtime applies to"),
+                          (("--camera", "0", "--raw-budget", "lots"), "is not a size"),
+                          (("--camera", "0", "--keep-raw", "a while"), "is not a duration")]:
+        r = run("--memory", mem, "record", *args)
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+    assert not (tmp_path / "m.db").exists()
+
+
 @pytest.mark.slow
 def test_doctor_reports_every_role_working(run):
     r = run("doctor")
@@ -94,13 +164,15 @@ def test_ingest_captions_then_ask_json(run, tmp_path):
     assert out["usage"]["by_role"]["solver"]["calls"] == 1
     assert out["usage"]["llm"]["tokens_in"] > 0
     r = run("stats", "--memory", mem)
-    assert "clips    30" in r.output and "ask" in r.output
+    lines = r.output.splitlines()
+    assert "clips    30" in lines
+    assert any(line.split()[:3] == ["calls", "ask", "solver"] for line in lines), lines
 
 
 def test_status_ages_are_whole_seconds():
     import time
 
-    from edge.cli import _ago
+    from edge.cli.render import ago
 
-    assert _ago(time.time() - 860.06) == "14 minutes and 20 seconds ago"
-    assert _ago(None) == "-"
+    assert ago(time.time() - 860.06) == "14 minutes and 20 seconds ago"
+    assert ago(None) == "-"

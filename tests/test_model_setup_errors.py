@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from edge.cli import main
 from edge.config import models_dir
-from edge.spool import finished_clips, spool_dir
+from edge.record import finished_clips, spool_dir
 from tests.conftest import FOOTAGE, ROOT, shared
 
 PROFILE = """

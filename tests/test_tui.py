@@ -31,7 +31,7 @@ from tui.screens.chat import ChatScreen  # noqa: E402
 from tui.screens.clip import ClipScreen  # noqa: E402
 from tui.screens.help import HelpScreen  # noqa: E402
 from tui.screens.timeline import TimelineScreen  # noqa: E402
-from tui.session import read_status, remote_roles  # noqa: E402
+from tui.session import memory_status, remote_roles  # noqa: E402
 from tui.widgets.clip_view import ClipView  # noqa: E402
 from tui.widgets.conversation import Bubble  # noqa: E402
 from tui.widgets.entries import EntryList, EntryRow  # noqa: E402
@@ -121,11 +121,11 @@ def test_a_question_shows_progress_then_the_answer_and_its_evidence(day, hub):
 
     answer = run(go())
     with Memory(path, create=False) as m:  # the question's model calls were stored
-        rows = m.db.execute("SELECT role, count(*) FROM calls WHERE command = 'chat' "
-                            "GROUP BY role").fetchall()
-    assert dict(rows).get("solver", 0) >= answer.usage["llm"]["calls"] >= 1
+        calls = {c["role"]: c["calls"] for c in m.call_totals() if c["command"] == "chat"}
+    assert calls.get("solver", 0) >= answer.usage["llm"]["calls"] >= 1
 
 
+@pytest.mark.slow  # the day memory is built with the real embedder
 def test_the_timeline_counts_clips_per_hour(day, hub):
     path, records = day
     expected = Counter((r["date"], int(r["start_time"][:2])) for r in records)
@@ -238,6 +238,7 @@ def test_first_run_says_how_to_ingest_instead_of_failing(tmp_path, hub):
     assert junk.read_text() == "not a database, " * 300
 
 
+@pytest.mark.slow  # the day memory is built with the real embedder
 def test_status_bar_names_memory_clips_hours_profile_and_models(day, hub):
     path, _ = day
 
@@ -267,9 +268,24 @@ def test_remote_roles_are_those_served_off_the_device(monkeypatch, hub):
         "profiles": {"mixed": {"roles": {"memory_llm": "local", "solver": "far"}}}})
     mixed = ModelHub(manifest.profile("mixed"), models_dir())
     assert remote_roles(mixed) == ["solver"]
-    status = read_status(Path("x.db"), None, mixed)
+    status = memory_status(Path("x.db"), None, mixed)
     assert "models remote: solver" in status.line() and status.empty
 
+
+
+def test_memory_status_counts_the_clips_of_a_synthetic_memory(tmp_path, hub):
+    from tests.factories import add_clips
+
+    path = tmp_path / "m.db"
+    with Memory(path) as memory:
+        add_clips(memory, 3, source="one", finish=True)
+        add_clips(memory, 2, source="two", day="DAY2", finish=True)
+        status = memory_status(path, memory, hub)
+    assert (status.exists, status.empty, status.clips, status.days) == (True, False, 5,
+                                                                        ["DAY1", "DAY2"])
+    line = status.line()
+    assert line.startswith(f"{path} · 5 clips · 0.04 h (DAY1, DAY2) · last ingest ")
+    assert line.endswith(" · profile tiny · models local")
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Image.Image.getdata:DeprecationWarning")  # textual-image
@@ -319,6 +335,7 @@ def test_edge_cli_loads_textual_only_for_chat():
     assert out.stdout.strip() == "False", out.stderr
 
 
+@pytest.mark.slow  # the day memory is built with the real embedder
 def test_panes_sit_side_by_side_and_stack_in_a_narrow_terminal(day, hub):
     path, _ = day
 
@@ -339,6 +356,7 @@ def test_panes_sit_side_by_side_and_stack_in_a_narrow_terminal(day, hub):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Image.Image.getdata:DeprecationWarning")  # textual-image
 def test_the_chat_reads_the_memory_while_the_recorder_writes_it(tmp_path, hub):
     """`edge record` (a real process replaying a shared video as a live source) writes the
     memory while the chat, in this process, shows its growing status and answers from it."""

@@ -17,13 +17,13 @@ from textual.app import App
 from textual.binding import Binding
 
 from edge.answer import Answer, ask
-from edge.errors import USER_ERRORS
-from edge.store import Memory, StoreError
+from edge.errors import USER_ERRORS, StoreError
+from edge.store import Memory
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
 from tui.screens.help import HelpScreen
 from tui.screens.timeline import TimelineScreen
-from tui.session import MemoryStatus, read_status
+from tui.session import MemoryStatus, memory_status
 from tui.widgets.status_bar import StatusBar
 
 STATUS_EVERY = 5.0
@@ -61,7 +61,7 @@ class EdgeApp(App):
         self.ask_lock = threading.Lock()
         self.memory: Memory | None = None
         self.open_error: str | None = None  # why the memory file could not be opened
-        self.status: MemoryStatus = read_status(self.memory_path, None, hub)
+        self.status: MemoryStatus = memory_status(self.memory_path, None, hub)
         self._open_memory()
 
     # -- memory and status
@@ -75,12 +75,15 @@ class EdgeApp(App):
                 if str(e) != self.open_error and self.is_running:
                     self.notify(str(e), severity="error", timeout=15)
                 self.open_error = str(e)
-        self.status = read_status(self.memory_path, self.memory, self.hub)
+        self.status = memory_status(self.memory_path, self.memory, self.hub)
 
     def get_default_screen(self) -> ChatScreen:
+        """The chat screen, under every other screen."""
         return ChatScreen()
 
     def on_mount(self) -> None:
+        """Name the memory in the header, report an unreadable file, refresh the status every
+        few seconds."""
         self.sub_title = str(self.memory_path)
         if self.open_error:
             self.notify(self.open_error, severity="error", timeout=15)
@@ -96,6 +99,7 @@ class EdgeApp(App):
                 bar.show(self.status)
 
     def on_unmount(self) -> None:
+        """Close the UI thread's connection to the memory."""
         if self.memory is not None:
             self.memory.close()
             self.memory = None
@@ -126,6 +130,7 @@ class EdgeApp(App):
         self.push_screen(ClipScreen(clip_id))
 
     def action_timeline(self) -> None:
+        """ctrl+t: browse the memory by day and hour (a notice when it holds no clips)."""
         if self.status.empty or self.memory is None:
             self.notify("The memory holds no clips yet.", severity="warning")
             return
@@ -133,6 +138,7 @@ class EdgeApp(App):
             self.push_screen(TimelineScreen())
 
     def action_help(self) -> None:
+        """F1: every key binding, per screen."""
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen([

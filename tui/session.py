@@ -53,7 +53,7 @@ def remote_roles(hub) -> list[str]:
     return hub.remote_roles()
 
 
-def read_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
+def memory_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
     """The status of the memory at ``path`` (``memory`` is its open connection, or None when
     the file does not exist) and of ``hub``'s profile."""
     stats = memory.stats() if memory is not None else {}

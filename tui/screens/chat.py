@@ -54,6 +54,7 @@ class ChatScreen(Screen):
         self._ticker = None
 
     def compose(self) -> ComposeResult:
+        """Conversation and question on the left, evidence on the right, status below."""
         yield Header()
         with Horizontal(id="panes"):
             with Vertical(id="chat-pane"):
@@ -68,6 +69,7 @@ class ChatScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        """Focus the question and show the memory's status."""
         self.query_one("#question", Input).focus()
         self.show_status()
 
@@ -83,10 +85,12 @@ class ChatScreen(Screen):
     # -- asking
     @property
     def asking(self) -> bool:
+        """Whether a question is running."""
         return self._worker is not None
 
     @on(Input.Submitted, "#question")
     def submit(self, event: Input.Submitted) -> None:
+        """Enter: ask the typed question in a worker thread (one at a time)."""
         question = event.value.strip()
         if not question:
             return
@@ -142,6 +146,7 @@ class ChatScreen(Screen):
         post(AskFinished(ask_id, answer=result))
 
     def on_ask_progress(self, message: AskProgress) -> None:
+        """Show a progress line of the running question."""
         if message.ask_id != self._ask_id or self._pending is None:
             return
         self._lines.append(message.line)
@@ -164,6 +169,7 @@ class ChatScreen(Screen):
             self._ticker = None
 
     async def on_ask_finished(self, message: AskFinished) -> None:
+        """Show the answer (or the error) and its moments as the evidence."""
         if message.ask_id != self._ask_id or self._pending is None:
             return  # a cancelled question's late result
         conv = self.query_one(Conversation)
@@ -197,9 +203,11 @@ class ChatScreen(Screen):
 
     # -- navigation
     def action_clear(self) -> None:
+        """Clear the conversation."""
         self.query_one(Conversation).remove_children()
 
     def action_toggle_focus(self) -> None:
+        """Move the focus between the question and the evidence."""
         question = self.query_one("#question", Input)
         if question.has_focus:
             self.query_one(EntryList).focus()
@@ -207,4 +215,5 @@ class ChatScreen(Screen):
             question.focus()
 
     def on_clip_chosen(self, message: ClipChosen) -> None:
+        """Open the chosen clip."""
         self.app.open_clip(message.clip_id)

@@ -28,6 +28,7 @@ class ClipScreen(Screen):
         self.clip_id = clip_id
 
     def compose(self) -> ComposeResult:
+        """The clip, its neighbors, the status bar."""
         yield Header()
         with VerticalScroll(id="clip-body"):
             yield ClipView(id="clip")
@@ -38,6 +39,7 @@ class ClipScreen(Screen):
         yield Footer()
 
     async def on_mount(self) -> None:
+        """Show the clip this screen was opened for."""
         self.query_one(StatusBar).show(self.app.status)
         await self.show_clip(self.clip_id)
 
@@ -62,5 +64,6 @@ class ClipScreen(Screen):
         neighbors.focus()
 
     async def on_clip_chosen(self, message: ClipChosen) -> None:
+        """Enter on a neighbor: move to that clip."""
         message.stop()
         await self.show_clip(message.clip_id)

@@ -37,6 +37,7 @@ class HelpScreen(ModalScreen):
         self.sections = sections
 
     def compose(self) -> ComposeResult:
+        """The bindings table and a line on keyboard, SSH and mouse use."""
         with VerticalScroll(id="help-box"):
             yield Static("edge chat — keys", classes="pane-title")
             yield Static(bindings_table(self.sections), id="help-table")

@@ -32,6 +32,7 @@ class TimelineScreen(Screen):
     ]
 
     def compose(self) -> ComposeResult:
+        """The tree beside the highlighted clip, the status bar."""
         yield Header()
         with Horizontal(id="timeline-panes"):
             yield Tree("memory", id="timeline")
@@ -41,6 +42,7 @@ class TimelineScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        """One node per day and, under it, one per hour with its number of clips."""
         self.query_one(StatusBar).show(self.app.status)
         tree = self.query_one(Tree)
         tree.show_root = False
@@ -63,6 +65,7 @@ class TimelineScreen(Screen):
         tree.focus()
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        """Opening an hour lists its clips (read then, not before)."""
         node = event.node
         if not node.data or node.data[0] != "hour" or node.children:
             return
@@ -74,6 +77,7 @@ class TimelineScreen(Screen):
                           data=("clip", clip.id))
 
     async def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        """Show the highlighted clip beside the tree."""
         data = event.node.data
         if data and data[0] == "clip":
             clip = self.app.memory.clips([data[1]]).get(data[1])
@@ -81,6 +85,7 @@ class TimelineScreen(Screen):
                 await self.query_one(ClipView).show(Entry.from_clip(clip, self.app.memory_path))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        """Enter on a clip opens it."""
         data = event.node.data
         if data and data[0] == "clip":
             self.app.open_clip(data[1])

@@ -19,6 +19,7 @@ class ClipView(Vertical):
         self.entry = entry
 
     def compose(self) -> ComposeResult:
+        """Title, keyframe, caption, transcript, further keyframes (or a placeholder)."""
         if self.entry is None:
             yield Static("Pick a clip to see it here.", classes="placeholder")
             return
@@ -37,5 +38,6 @@ class ClipView(Vertical):
                     yield Keyframe((p,), classes="thumb")
 
     async def show(self, entry: Entry | None) -> None:
+        """Show ``entry`` instead (None: the placeholder)."""
         self.entry = entry
         await self.recompose()

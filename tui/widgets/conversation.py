@@ -16,6 +16,7 @@ class Conversation(VerticalScroll):
     """Turns, newest at the bottom; scrolls to the end as they arrive."""
 
     def say(self, text: Text | str, kind: str) -> Bubble:
+        """Add a turn of ``kind`` (its CSS class) at the bottom; returns it to update later."""
         bubble = Bubble(text, classes=kind)
         self.mount(bubble)
         self.scroll_end(animate=False)

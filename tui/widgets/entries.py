@@ -37,6 +37,7 @@ class EntryRow(ListItem):
         self.entry = entry
 
     def compose(self) -> ComposeResult:
+        """Thumbnail, then the row's text."""
         with Horizontal():
             yield Keyframe(self.entry.keyframes, classes="thumb")
             yield Static(entry_text(self.entry), classes="entry-text")
@@ -54,9 +55,11 @@ class EntryList(ListView):
 
     @property
     def entries(self) -> list[Entry]:
+        """The entries shown, top to bottom."""
         return [row.entry for row in self.query(EntryRow)]
 
     def on_list_view_selected(self, event: ListView.Selected) -> None:
+        """Enter on a row: post :class:`ClipChosen`."""
         event.stop()
         if isinstance(event.item, EntryRow):
             self.post_message(ClipChosen(event.item.entry.clip_id))

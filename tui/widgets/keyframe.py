@@ -52,6 +52,7 @@ class HalfBlocks(Widget):
         return rows
 
     def render_line(self, y: int) -> Strip:
+        """Row ``y`` of the image, redrawn when the widget's size changes."""
         size = (self.size.width, self.size.height)
         if size != self._drawn_for:
             self._strips, self._drawn_for = self._render_rows(*size), size
@@ -68,6 +69,7 @@ class Keyframe(Widget):
             self.add_class("none")  # caption-only clips get a small placeholder
 
     def compose(self) -> ComposeResult:
+        """The image (terminal graphics or half blocks), or a placeholder."""
         if not self.paths:
             yield Static("no keyframe", classes="placeholder")
         elif not self.paths[0].is_file():

@@ -12,4 +12,5 @@ class StatusBar(Static):
     recorder writes to the same memory)."""
 
     def show(self, status: MemoryStatus) -> None:
+        """Show ``status`` (a :class:`MemoryStatus`) as one line."""
         self.update(status.line())

@@ -1,0 +1,72 @@
+"""The ``edge`` command line (click): one group, a command per job, ``--json`` for scripts.
+
+- this module: the ``main`` group (``--memory``, ``--profile``, ``--version``) and the one
+  place where the project's user errors become one line and exit code 1;
+- :mod:`~edge.cli.options`: the invocation's :class:`~edge.cli.options.State` and the option
+  decorators several commands share;
+- a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
+  :mod:`~edge.cli.ask` (ask, chat), :mod:`~edge.cli.stats`, :mod:`~edge.cli.models`
+  (models list/recommended/pull, doctor), :mod:`~edge.cli.record` (record, status);
+- :mod:`~edge.cli.render`: everything the commands print.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edge import config
+from edge.cli.options import State
+from edge.errors import USER_ERRORS
+
+
+class _Group(click.Group):
+    """Turns the project's expected errors into one clear line and exit code 1."""
+
+    def invoke(self, ctx: click.Context):
+        import apsw
+
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as e:
+            raise click.ClickException(str(e)) from None
+        except apsw.Error as e:
+            from edge.store import write_error
+
+            state = ctx.find_object(State)
+            raise click.ClickException(str(write_error(state.memory_path, e))) from None
+
+
+@click.group(cls=_Group)
+@click.option("--memory", "memory", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Memory file (default: $EDGE_MEMORY or the user data dir).")
+@click.option("--profile", default=None,
+              help="Model profile: tiny (default) or small; $EDGE_PROFILE.")
+@click.version_option(package_name="edge-memory")
+@click.pass_context
+def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:
+    """edge: on-device episodic memory of what you saw and heard.
+
+    \b
+      edge ingest VIDEO_OR_FOLDER...     turn footage into memory
+      edge ask "where did I leave the keys?"
+      edge doctor                        check every model role
+    """
+    state = State(memory or config.default_memory_path(), profile or config.default_profile())
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+def _add_commands() -> None:
+    """Register every command module's commands on ``main``."""
+    from edge.cli import ask, ingest, models, record, stats
+
+    for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, stats.stats,
+                    models.models, models.doctor, record.record, record.status):
+        main.add_command(command)
+
+
+_add_commands()
+
+__all__ = ["main"]

@@ -1,0 +1,166 @@
+"""``edge ingest`` (footage) and ``edge ingest-captions`` (a caption file): both build memory
+the same way around the work itself — a progress bar, the model calls stored with the
+memory, Ctrl-C keeping every clip stored so far (:func:`ingest_run`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from edge.cli import render
+from edge.cli.options import State, json_option, memory_options, open_memory, pyramid_options
+
+
+class IngestRun:
+    """One ingest in progress: the open memory, the hub, the progress bar and, once the
+    work is done, the memory's ``stats`` and the ``usage`` of this run's model calls."""
+
+    def __init__(self, memory, hub, unit: str, desc: str) -> None:
+        self.memory = memory
+        self.hub = hub
+        self.unit, self.desc = unit, desc
+        self.mark = hub.usage.mark()
+        self.bar = None
+        self.run_id: int | None = None  # the ``runs`` row the calls belong to, when known
+        self.stats: dict = {}
+        self.usage: dict = {}
+
+    def on_total(self, total: float) -> None:
+        """Start the progress bar once the total is known."""
+        self.bar = render.progress_bar(total, self.unit, self.desc)
+
+    def advance(self, amount: float, name: str | None = None) -> None:
+        """Move the bar by ``amount`` (and show ``name``, the file being ingested)."""
+        if self.bar is None:
+            return
+        if name is not None:
+            self.bar.set_description(name[:30])
+        self.bar.update(amount)
+
+
+@contextmanager
+def ingest_run(state: State, command: str, unit: str, desc: str) -> Iterator[IngestRun]:
+    """Open (or create) the memory and the hub for ``command``; on the way out close the
+    bar and store the model calls under ``command``, whatever happened. Ctrl-C says how
+    to resume and exits 130."""
+    with open_memory(state, create=True) as memory:
+        run = IngestRun(memory, state.hub(), unit, desc)
+        try:
+            yield run
+        except KeyboardInterrupt:
+            click.echo(render.INTERRUPTED, err=True)
+            raise SystemExit(130) from None
+        finally:
+            if run.bar is not None:
+                run.bar.close()
+            memory.record_calls(command, run.hub.usage.records[run.mark:], run_id=run.run_id)
+        run.stats = memory.stats()
+        run.usage = run.hub.usage.summary(run.mark)
+
+
+def make_pyramid(memory, hub, pyramid: bool, links: bool, max_candidates: int,
+                 global_every: int):
+    """The :class:`edge.pyramid.Pyramid` builder the pyramid options ask for, or None."""
+    if not pyramid:
+        return None
+    from edge.pyramid import Pyramid, PyramidOptions
+
+    return Pyramid(memory, hub, PyramidOptions(links=links, max_candidates=max_candidates,
+                                               global_every=global_every))
+
+
+def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float) -> None:
+    """Refuse what ``edge ingest`` cannot do, before a memory is created: a missing path,
+    ``--audio`` with anything but one video, folders without a media file."""
+    for p in paths:
+        if not p.exists():
+            raise click.ClickException(f"{p}: no such file or folder")
+    if audio is not None and (len(paths) != 1 or paths[0].is_dir()):
+        raise click.ClickException("--audio belongs to one video: give exactly one video file "
+                                   "with it (not a folder or several files)")
+    if audio_offset and audio is None:
+        raise click.ClickException("--audio-offset only applies together with --audio FILE")
+    from edge.ingest import MEDIA_SUFFIXES, find_media
+
+    if not find_media(paths):  # only folders were given, and they hold no media file
+        raise click.ClickException(
+            f"no video or audio files in {', '.join(str(p) for p in paths)} (looked for "
+            f"{' '.join(sorted(MEDIA_SUFFIXES))}, in subfolders too); check the folder")
+
+
+@click.command()
+@memory_options
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--start", default=None, metavar="TIME",
+              help="Start time for files whose metadata has none, e.g. '2025-02-20 19:30' or "
+                   "'DAY1 11:00' (later files follow back to back). Default: file mtime.")
+@click.option("--audio", "audio", default=None, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A separate audio recording of the (one) video given: its transcript is "
+                   "used instead of the video's own sound.")
+@click.option("--audio-offset", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="With --audio: how many seconds after the video's start the audio begins.")
+@json_option("Print a JSON report.")
+@pyramid_options
+@click.pass_obj
+def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path | None,
+           audio_offset: float, as_json: bool, pyramid: bool, links: bool,
+           max_candidates: int, global_every: int) -> None:
+    """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
+    from edge.ingest import IngestOptions, ingest_paths
+    from edge.timeline import parse_moment
+
+    options = IngestOptions(start=parse_moment(start) if start else None, audio=audio,
+                            audio_offset=audio_offset)
+    check_paths(paths, audio, audio_offset)
+    with ingest_run(state, "ingest", "s", "ingest") as run:
+        report = ingest_paths(
+            run.memory, run.hub, paths, options, on_total=run.on_total,
+            on_progress=lambda name, seconds: run.advance(seconds, name),
+            pyramid=make_pyramid(run.memory, run.hub, pyramid, links, max_candidates,
+                                 global_every))
+        run.run_id = report.run_id
+    failed = any(r.status == "failed" for r in report.results)
+    if as_json:
+        render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
+                          "memory_stats": run.stats})
+    else:
+        render.echo(render.ingest_lines(report, state.memory_path, run.stats))
+    if failed:
+        raise SystemExit(1)
+
+
+@click.command("ingest-captions")
+@memory_options
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--extract-keys", is_flag=True,
+              help="Extract the four keys with the memory LLM instead of using the file's.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Only the first N records (a later run without it adds the rest).")
+@json_option("Print a JSON report.")
+@pyramid_options
+@click.pass_obj
+def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | None,
+                    as_json: bool, pyramid: bool, links: bool, max_candidates: int,
+                    global_every: int) -> None:
+    """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
+    from edge.captions import ingest_caption_file, read_caption_file
+
+    records = read_caption_file(file)  # a bad file fails here, before a memory is created
+    t0 = time.perf_counter()
+    with ingest_run(state, "ingest-captions", "clips", "captions") as run:
+        result = ingest_caption_file(
+            run.memory, run.hub, file, records=records, extract=extract_keys, limit=limit,
+            on_total=run.on_total, on_progress=run.advance,
+            pyramid=make_pyramid(run.memory, run.hub, pyramid, links, max_candidates,
+                                 global_every))
+    seconds = round(time.perf_counter() - t0, 2)
+    if as_json:
+        render.echo_json({"source": result.__dict__, "seconds": seconds, "usage": run.usage,
+                          "memory": str(state.memory_path), "memory_stats": run.stats})
+        return
+    click.echo(render.captions_line(result, file, seconds, state.memory_path, run.stats))

@@ -1,0 +1,263 @@
+"""Everything the commands print: each function turns a result into the lines a user reads
+(``echo`` prints them), so the commands keep only parsing and policy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+EXCERPT = 160
+"""Characters of a moment's caption shown under it by ``edge ask``."""
+
+WIDTH = 100
+"""Width the excerpts of ``edge ask`` are wrapped to (with a 5-space indent)."""
+
+INTERRUPTED = ("\nInterrupted. Every clip stored so far is kept; run the same command "
+               "again to resume where it stopped.")
+"""Printed (to stderr) when Ctrl-C stops ``ingest`` or ``ingest-captions``."""
+
+FORCED_STOP = ("Forced stop: finished clips are kept; the clip being ingested and the "
+               "rest of the queue are ingested on the next start.")
+"""Printed (to stderr) when a second Ctrl-C stops ``edge record`` at once."""
+
+
+def echo(lines: Iterable[str]) -> None:
+    """Print each line to stdout."""
+    for line in lines:
+        click.echo(line)
+
+
+def echo_json(data, *, ensure_ascii: bool = False) -> None:
+    """Print ``data`` as indented JSON."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=ensure_ascii))
+
+
+def progress_bar(total: float, unit: str, desc: str):
+    """A tqdm bar on stderr counting ``total`` ``unit`` (seconds of footage, clips)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True,
+                bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}]")
+
+
+def ago(t: float | None) -> str:
+    """``t`` (Unix seconds) as a whole-second age, e.g. ``14 minutes and 20 seconds ago``;
+    ``-`` when unknown."""
+    if not t:
+        return "-"
+    from humanfriendly import format_timespan
+
+    return f"{format_timespan(round(max(0.0, time.time() - t)), max_units=2)} ago"
+
+
+# ---- ingest -------------------------------------------------------------------------------
+
+def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
+    """``edge ingest``: a line per file, the cost per stage, then the totals."""
+    lines = []
+    for r in report.results:
+        mark = {"ingested": "+", "resumed": "+", "skipped": "=", "failed": "!"}[r.status]
+        line = f" {mark} {r.status:8} {Path(r.path).name}"
+        if r.status in ("ingested", "resumed"):
+            line += f"  {r.clips_added} clips, {r.duration:.0f} s"
+        if r.message:
+            line += f"  ({r.message})"
+        lines.append(line)
+        lines += [f"     note: {w}" for w in r.warnings]
+    if report.media_seconds > 0:
+        lines.append("stage        seconds    RTF  calls  tokens in/out")
+        for name, st in report.stages.items():
+            lines.append(f"  {name:10} {st['seconds']:8.1f} {st['rtf']:6.3f} {st['calls']:6} "
+                         f"{st['tokens_in']:>7}/{st['tokens_out']}")
+    u = report.usage["llm"]
+    lines.append(f"{report.clips_added} clips added in {report.seconds:.1f} s; "
+                 f"{u['calls']} LLM calls, {u['tokens_in']} tokens in / {u['tokens_out']} out. "
+                 f"Memory: {memory_path} ({stats['clips']} clips, {stats['hours']:.2f} h).")
+    failed = [r for r in report.results if r.status == "failed"]
+    if failed:
+        lines.append(f"{len(failed)} file(s) could not be ingested; see the lines marked '!'.")
+    return lines
+
+
+def captions_line(result, file: Path, seconds: float, memory_path: Path, stats: dict) -> str:
+    """``edge ingest-captions``: what happened to the caption file, in one line."""
+    return (f"{result.status}: {file.name}, {result.clips_added} clips added"
+            + (f" ({result.message})" if result.message else "")
+            + f" in {seconds:.1f} s. Memory: {memory_path} "
+            f"({stats['clips']} clips, days {', '.join(stats['days'])}).")
+
+
+# ---- ask ----------------------------------------------------------------------------------
+
+def ask_progress(line: str) -> None:
+    """A progress line of the answer loop, on stderr when it is a terminal."""
+    if sys.stderr.isatty():
+        click.echo(f"… {line}", err=True)
+
+
+def answer_lines(result) -> list[str]:
+    """``edge ask``: the answer, its cost, then every moment (``*`` = cited) with an
+    excerpt of its caption and the evidence kept from it."""
+    lines = []
+    if result.scope.get("label"):
+        lines.append(f"Searched {result.scope['label']}.")
+    if result.sub_queries:
+        lines.append("Sub-queries: " + "; ".join(result.sub_queries))
+    answer = result.answer or "(no answer)"
+    if result.extra.get("choices") and result.answer:
+        answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
+                  f"{result.extra['reason']}")
+    lines.append(f"Answer: {answer}")
+    if result.note:
+        lines.append(f"Note: {result.note}")
+    u = result.usage["llm"]
+    lines.append(f"({len(result.rounds)} round(s), {u['calls']} LLM call(s), {u['tokens_in']} "
+                 f"tokens in / {u['tokens_out']} out, {result.seconds:.1f} s)")
+    lines.append("\nMoments (* = cited by the answer):")
+    for m in result.moments:
+        lines += moment_lines(m)
+    return lines
+
+
+def moment_lines(m) -> list[str]:
+    """One :class:`edge.answer.Moment`: its head line, caption excerpt and kept evidence."""
+    star = "*" if m.cited else " "
+    score = f" score {m.score:.3f} via {m.matched}" if m.score is not None else ""
+    lines = [f" {star} {m.when}  clip {m.clip_id}  ({m.role}{score})"]
+    excerpt = " ".join(m.caption.split())
+    if len(excerpt) > EXCERPT:
+        excerpt = excerpt[:EXCERPT].rstrip() + "…"
+    lines.append(textwrap.indent(textwrap.fill(excerpt, WIDTH - 6), "     "))
+    if m.evidence:
+        lines.append(textwrap.indent(textwrap.fill(f"kept: {m.evidence}", WIDTH - 6), "     "))
+    return lines
+
+
+# ---- stats --------------------------------------------------------------------------------
+
+def stats_lines(s: dict, memory_path: Path) -> list[str]:
+    """``edge stats``: counts, the pyramid, model calls per command and role, ingest cost."""
+    lines = [f"memory   {memory_path}",
+             f"sources  {s['sources']}\nclips    {s['clips']}\nkeys     {s['keys']}",
+             f"hours    {s['hours']:.2f}\ndays     {', '.join(s['days']) or '-'}"]
+    pyr = s["pyramid"]
+    lines.append(f"facts    {pyr['facts']}" + (f" ({pyr['facts_extractive']} extractive)"
+                                               if pyr["facts_extractive"] else ""))
+    lines.append(f"clip nodes   {pyr['clip_nodes']}")
+    for day, g in pyr["global_nodes"].items():
+        lines.append(f"global node  {day:10} version {g['versions']}, {g['clips']} clips")
+    for kind, n in pyr["links"].items():
+        lines.append(f"links    {kind:28} {n}")
+    if s["partial_sources"]:
+        lines.append(f"partial  {len(s['partial_sources'])} source(s) not finished (run the "
+                     "same ingest again to resume): " + ", ".join(s["partial_sources"]))
+    for c in s["calls"]:
+        lines.append(f"calls    {c['command']:16} {c['role']:12} {c['calls']:6} calls "
+                     f"{c['tokens_in'] or 0:8} in {c['tokens_out'] or 0:7} out "
+                     f"{c['seconds'] or 0:8.1f} s")
+    cost = s["ingest_cost"]
+    if cost["stages"]:
+        lines.append(f"ingest   {cost['runs']} run(s), {cost['clips_added']} clips, "
+                     f"{cost['hours']:.3f} h of footage processed")
+        for name, st in cost["stages"].items():
+            rtf = f"{st['rtf']:.3f}" if st["rtf"] is not None else "-"
+            lines.append(f"stage    {name:12} {st['seconds']:8.1f} s  RTF {rtf:>6}  "
+                         f"{st['calls']:6} calls {st['tokens_in']:8} in "
+                         f"{st['tokens_out']:7} out")
+    return lines
+
+
+# ---- models, doctor -----------------------------------------------------------------------
+
+def role_lines(profile: str, rows: list[dict]) -> list[str]:
+    """``edge models list``: each role's model, backend, state and weights (or its error)."""
+    lines = [f"profile {profile}"]
+    for r in rows:
+        status = "ok" if r["ok"] else "FAIL"
+        if r["ok"] and not r["loaded"]:
+            status = "found"
+        lines.append(f"  {r['role']:12} {r['model']:30} {r['backend']:14} {status:5} "
+                     f"{r['weights'] or '-'}")
+        if r["error"]:
+            lines.append(f"  {'':12} {r['error']}")
+    return lines
+
+
+def recommended_lines(rows: list[dict], models_dir: Path) -> list[str]:
+    """``edge models recommended``: the models to pull (nothing when there are none)."""
+    if not rows:
+        return []
+    lines = [f"recommended models (edge models pull NAME; into {models_dir})"]
+    for r in rows:
+        lines.append(f"  {r['name']:30} {r['role']:18} {r['download_mb'] or '?':>5} MB "
+                     f"{r['ram_gb'] or '?':>4} GB RAM  "
+                     f"{'present' if r['present'] else '-':8} {r['license']}")
+    return lines
+
+
+def pulled_lines(name: str, files) -> list[str]:
+    """``edge models pull``: each file of the model, then how to use it."""
+    lines = []
+    for f in files:
+        how = "downloaded" if f.downloaded else "already present"
+        check = ("sha256 verified" if f.verified else
+                 f"sha256 {f.sha256} (unverified: the manifest records no checksum)")
+        lines.append(f"{how:15} {f.path}  {check}")
+    lines.append(f"{name} is ready; use it in a profile (see `edge models recommended`).")
+    return lines
+
+
+def check_line(check) -> str:
+    """``edge doctor``: one :class:`edge.doctor.Check`."""
+    return f"{'ok  ' if check.ok else 'FAIL'}  {check.name:22} {check.detail}"
+
+
+# ---- status -------------------------------------------------------------------------------
+
+def status_lines(s: dict | None, memory_path: Path, stats: dict | None) -> list[str]:
+    """``edge status``: the memory, then the recorder's state, source, queue, lag, disk use
+    and last error (or how to start it when it never ran)."""
+    lines = [f"memory     {memory_path}"
+             + (f"  ({stats['clips']} clips, {stats['hours']:.2f} h, last ingest "
+                f"{ago(stats['last_ingest'])})" if stats else "  (not created yet)")]
+    if s is None:
+        return [*lines, "recorder   has never run for this memory; start it with "
+                        "`edge record --camera 0` (or --url URL, --watch DIR)"]
+    from humanfriendly import format_timespan
+
+    shown_state = s["state"] if s["running"] or s["state"] in ("stopped", "failed") else (
+        f"not running (last state {s['state']}; it stopped without a clean shutdown)")
+    lines.append(f"recorder   {shown_state}, pid {s['pid']}, updated {ago(s['updated_at'])}")
+    lines.append(f"source     {s['source']}")
+    lines.append(f"clips      {s['clips_recorded']} recorded this run, {s['clips_ingested']} "
+                 f"in memory" + (f", ingesting {s['ingesting']}" if s.get("ingesting") else ""))
+    bp = "  BACK-PRESSURE" if s["backpressure"] else ""
+    lines.append(f"queue      {s['queue']}/{s['queue_capacity']} clips waiting for "
+                 f"ingestion{bp}")
+    lag = s.get("lag_seconds")
+    lines.append(f"lag        {format_timespan(lag) if lag is not None else '-'} behind "
+                 "the source")
+    lines.append(disk_line(s["disk"]))
+    if s.get("last_deletion"):
+        lines.append(f"deleted    {s['last_deletion']}")
+    lines.append(f"last error {s.get('last_error') or '-'}")
+    return lines
+
+
+def disk_line(d: dict) -> str:
+    """The recorder's raw clips on disk, its budget and the free space."""
+    from humanfriendly import format_size, format_timespan
+
+    budget = format_size(d["raw_budget"]) if d["raw_budget"] else "no budget"
+    keep = format_timespan(d["keep_raw"]) if d["keep_raw"] else "kept"
+    free = format_size(d["free_bytes"]) if d["free_bytes"] is not None else "?"
+    return (f"disk       raw clips {format_size(d['raw_bytes'])} in {d['raw_clips']} files "
+            f"({budget}, older ones {keep}); free {free} (floor "
+            f"{format_size(d['min_free'])}); {d['deleted_clips']} deleted")

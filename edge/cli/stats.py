@@ -1,0 +1,24 @@
+"""``edge stats``: what the memory holds and what building and asking it has cost."""
+
+from __future__ import annotations
+
+import click
+
+from edge.cli import render
+from edge.cli.options import State, json_option, memory_options, open_memory
+
+
+@click.command()
+@memory_options
+@json_option("Print the counts as JSON.")
+@click.pass_obj
+def stats(state: State, as_json: bool) -> None:
+    """What the memory holds: clips, hours, days, model calls so far."""
+    with open_memory(state, create=False) as memory:
+        s = memory.stats()
+        s["calls"] = memory.call_totals()
+        s["ingest_cost"] = memory.stage_costs("ingest")
+    if as_json:
+        render.echo_json(s, ensure_ascii=True)
+        return
+    render.echo(render.stats_lines(s, state.memory_path))
