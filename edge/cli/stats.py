@@ -16,8 +16,8 @@ def stats(state: State, as_json: bool) -> None:
     """What the memory holds: clips, hours, days, model calls so far."""
     with open_memory(state, create=False) as memory:
         s = memory.stats()
-        s["calls"] = memory.call_totals()
         s["ingest_cost"] = memory.stage_costs("ingest")
+        s["calls"] = memory.call_totals()  # after ingest_cost, the key order of --json
     if as_json:
         render.echo_json(s, ensure_ascii=True)
         return
