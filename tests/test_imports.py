@@ -91,7 +91,8 @@ def test_headless_entry_points_leave_textual_unloaded():
     loaded = _modules_after_import(
         "import pkgutil, edge, edge.cli, edge.record\n"
         "for m in pkgutil.walk_packages(edge.__path__, 'edge.'):\n"
-        "    __import__(m.name)\n"
+        "    if not m.name.endswith('__main__'):  # runs the CLI\n"
+        "        __import__(m.name)\n"
         "from edge.cli import main\n"
         "for cmd in sorted(set(main.commands) - {'chat'}):\n"
         "    main([cmd, '--help'], standalone_mode=False)\n")
@@ -102,5 +103,6 @@ def test_models_imports_without_edge_or_tui():
     loaded = _modules_after_import(
         "import pkgutil, models\n"
         "for m in pkgutil.walk_packages(models.__path__, 'models.'):\n"
-        "    __import__(m.name)\n")
+        "    if not m.name.endswith('__main__'):  # runs python -m models\n"
+        "        __import__(m.name)\n")
     assert loaded == ["models"]
