@@ -1,39 +1,40 @@
-"""The store on real SQLite + sqlite-vec: migrations, one-transaction clips, KNN against a
-numpy brute force, time scope inside the KNN, neighbors, max-sim retrieval."""
+"""The store on real SQLite + sqlite-vec: migrations (an m001 memory migrates to exactly the
+fresh schema), one-transaction clips, KNN against a numpy brute force, the time scope inside
+every KNN and BM25 query, neighbors, max-sim retrieval."""
 
 import numpy as np
 import pytest
 
 from edge.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
-from edge.store import INDEX_TYPES, KEY_TYPES, Memory, StoreError
-
-
-def _unit(rng, n):
-    v = rng.normal(size=(n, 384)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+from edge.store import (
+    INDEX_TYPES,
+    KEY_TYPES,
+    MIGRATIONS,
+    Fact,
+    Memory,
+    StoreError,
+    apply_migrations,
+    connect,
+    time_scope,
+)
+from tests.factories import add_clips, add_source, unit_vectors
 
 
 def _fill(memory: Memory, n_clips: int, seed: int = 0) -> np.ndarray:
-    """n clips of 30 s on DAY1 with random unit vectors; returns (n, 5, 384)."""
-    rng = np.random.default_rng(seed)
-    sid = memory.add_source(path="synthetic", sha256=f"s{seed}", kind="captions",
-                            clock="dayclock", start_from="file", t_start=0, duration=0,
-                            n_clips=n_clips, info={})
-    vecs = _unit(rng, n_clips * len(INDEX_TYPES)).reshape(n_clips, len(INDEX_TYPES), 384)
-    for i in range(n_clips):
-        memory.add_clip(source_id=sid, idx=i, t_start=36000 + 30 * i, t_end=36030 + 30 * i,
-                        day="DAY1", day_start=0, caption=f"clip {i}", transcript="",
-                        keyframes=[], signals={},
-                        keys={k: (f"{k} {i}", "file") for k in INDEX_TYPES},
-                        vectors={k: vecs[i, j] for j, k in enumerate(INDEX_TYPES)})
+    """n clips of 30 s on DAY1 from 36000 s (ids 1..n) with random unit vectors; returns
+    them, ``(n, len(INDEX_TYPES), 384)``."""
+    vecs = unit_vectors(n_clips * len(INDEX_TYPES), seed).reshape(n_clips, len(INDEX_TYPES),
+                                                                  384)
+    ids = add_clips(memory, n_clips, vectors=vecs, source=f"s{seed}")
+    assert ids == list(range(1, n_clips + 1))  # the tests below index clips by id - 1
     return vecs
 
+
+# ---- migrations --------------------------------------------------------------------------
 
 def test_migrations_apply_once_and_reopen(tmp_path):
     path = tmp_path / "m.db"
     with Memory(path) as m:
-        from edge.store import MIGRATIONS
-
         applied = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY name")]
         assert applied == [name for name, _ in MIGRATIONS]
         assert m.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -41,9 +42,47 @@ def test_migrations_apply_once_and_reopen(tmp_path):
         assert m.migrate() == []
 
 
+def _schema(path) -> tuple[list[tuple], list[str]]:
+    """The sorted sqlite_master dump and the migrations applied, in order, of a memory."""
+    with Memory(path, create=False) as m:
+        master = sorted(m.db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"),
+                        key=repr)
+        names = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    return master, names
+
+
+def test_a_memory_migrated_from_the_oldest_schema_equals_a_fresh_one(tmp_path):
+    old = tmp_path / "old.db"
+    db = connect(old)
+    assert apply_migrations(db, MIGRATIONS[:1]) == ["m001_initial"]
+    assert apply_migrations(db, MIGRATIONS[:1]) == []  # idempotent
+    db.execute("INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration, "
+               "n_clips, status, added_at) VALUES('x', 'h', 'captions', 'dayclock', 'file', "
+               "0, 30, 1, 'done', 0)")
+    db.execute("INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption) "
+               "VALUES(1, 0, 100, 130, 'DAY1', 0, 'a green kettle boils')")
+    db.close()
+    Memory(tmp_path / "fresh.db").close()
+
+    old_master, old_names = _schema(old)  # opening applies m002..m004
+    fresh_master, fresh_names = _schema(tmp_path / "fresh.db")
+    assert old_names == fresh_names == [name for name, _ in MIGRATIONS]
+    assert len(fresh_master) > 20  # tables, indexes, vec0 and FTS5 shadow tables
+    assert old_master == fresh_master
+
+
+def test_connect_loads_sqlite_vec(tmp_path):
+    db = connect(tmp_path / "raw.db")
+    assert db.execute("SELECT vec_length(vec_f32('[1, 2, 3]'))").fetchone()[0] == 3
+    db.close()
+
+
+# ---- opening errors ----------------------------------------------------------------------
+
 def test_missing_memory_is_a_clear_error(tmp_path):
     with pytest.raises(StoreError, match="edge ingest"):
         Memory(tmp_path / "nope.db", create=False)
+    assert not (tmp_path / "nope.db").exists()
 
 
 def test_not_a_database_is_a_clear_error(tmp_path):
@@ -53,27 +92,53 @@ def test_not_a_database_is_a_clear_error(tmp_path):
         Memory(bad)
 
 
-def test_a_failed_clip_write_leaves_nothing_behind(memory):
-    sid = memory.add_source(path="x", sha256="x", kind="video", clock="wall",
-                            start_from="mtime", t_start=0, duration=30, n_clips=1, info={})
+def test_an_empty_file_is_not_silently_turned_into_a_memory(tmp_path):
+    p = tmp_path / "zero.db"
+    p.write_bytes(b"")
+    with pytest.raises(StoreError, match="empty file"):
+        Memory(p, create=False)
+    assert p.stat().st_size == 0
+
+
+# ---- writing clips -----------------------------------------------------------------------
+
+_CLIP_TABLES = ("clips", "keys", "key_vec", "facts", "fact_vec", "fact_text", "nodes_clip",
+                "links", "clip_text")
+
+
+@pytest.mark.parametrize("bad", ["key vector", "fact vectors"])
+def test_a_failed_clip_write_leaves_nothing_behind(memory, bad):
+    sid = add_source(memory, "x", kind="video")
     good = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    vectors = {"event": good, "object": np.ones(10, dtype=np.float32) if bad == "key vector"
+               else good}
     with pytest.raises(ValueError, match="shape"):
         memory.add_clip(source_id=sid, idx=0, t_start=0, t_end=30, day="d", day_start=0,
                         caption="c", transcript="", keyframes=[], signals={},
-                        keys={"event": ("e", "llm"), "object": ("o", "llm")},
-                        vectors={"event": good, "object": np.ones(10, dtype=np.float32)})
-    for table in ("clips", "keys", "key_vec"):
-        assert memory.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+                        keys={"event": ("e", "llm"), "object": ("o", "llm")}, vectors=vectors,
+                        facts=[Fact("f", "action", 0, 10, "llm")],
+                        fact_vectors=np.ones((2, 384), dtype=np.float32),
+                        clip_node=("s", "room", "llm"))
+    for table in _CLIP_TABLES:
+        assert memory.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
 
+
+def test_a_clip_stored_twice_is_kept_once(memory):
+    first = add_clips(memory, ["a kettle"], source="x")
+    again = add_clips(memory, ["a different caption"], source=1)
+    assert first == again and [c.caption for c in memory.all_clips()] == ["a kettle"]
+
+
+# ---- vectors and the time scope ----------------------------------------------------------
 
 def test_knn_matches_numpy_brute_force(memory):
     vecs = _fill(memory, 300)
-    q = _unit(np.random.default_rng(7), 1)[0]
+    q = unit_vectors(1, 7)[0]
     for j, ktype in enumerate(INDEX_TYPES):
         got = memory.knn_keys(q, ktype, 10)
         sims = vecs[:, j] @ q
         want = np.argsort(-sims)[:10]
-        assert [cid - 1 for cid, _ in got] == list(want)  # clip ids are 1-based
+        assert [cid - 1 for cid, _ in got] == list(want)
         np.testing.assert_allclose([s for _, s in got], sims[want], atol=1e-5)
 
 
@@ -99,9 +164,41 @@ def test_a_time_window_is_applied_inside_the_knn(memory):
     assert memory.count_clips(before=before, after=after) == 60
 
 
+def test_time_scope_builds_the_half_open_window():
+    assert time_scope("c.t_end") == ("", [])
+    assert time_scope("clip_end", before=10) == (" AND clip_end <= ?", [10.0])
+    assert time_scope("c.t_end", before=10, after=2) == (
+        " AND c.t_end <= ? AND c.t_end > ?", [10.0, 2.0])
+
+
+def test_every_knn_and_bm25_query_keeps_only_clips_ending_in_the_window(memory):
+    """(after, before]: a clip ending exactly at ``after`` is out, one ending at ``before``
+    is in, for key KNN, fact KNN, clip BM25 and fact BM25 alike."""
+    ids = add_clips(memory, [f"a kettle on the stove {i}" for i in range(10)],
+                    facts=[[f"kettle fact {i}"] for i in range(10)])
+    ends = {c.id: c.t_end for c in memory.all_clips()}
+    after, before = ends[ids[2]], ends[ids[6]]
+    want = set(ids[3:7])
+    clip_of = {f.id: f.clip_id for fs in memory.facts_of(ids).values() for f in fs}
+    q = unit_vectors(1, 5)[0]
+    scoped = {
+        "knn_keys": {c for c, _ in memory.knn_keys(q, "event", 50, before=before, after=after)},
+        "knn_facts": {clip_of[f] for f, _ in memory.knn_facts(q, 50, before=before,
+                                                              after=after)},
+        "bm25": {c for c, _ in memory.bm25("kettle", 50, before=before, after=after)},
+        "bm25_facts": {clip_of[f] for f, _ in memory.bm25_facts("kettle", 50, before=before,
+                                                                after=after)},
+    }
+    assert scoped == dict.fromkeys(scoped, want)
+    assert {clip_of[f] for f, _ in memory.bm25_facts("kettle", 50)} == set(ids)
+    assert {clip_of[f] for f, _ in memory.bm25_facts("kettle", 50, after=after)} == set(ids[3:])
+
+
+# ---- retrieval on top of the store -------------------------------------------------------
+
 def test_max_sim_retrieval_matches_numpy_reference(memory):
     vecs = _fill(memory, 250, seed=3)
-    q = _unit(np.random.default_rng(11), 1)[0]
+    q = unit_vectors(1, 11)[0]
     got = max_sim_retrieve(memory, q, top_n=8)
     key_idx = [INDEX_TYPES.index(k) for k in KEY_TYPES]
     scores = (vecs[:, key_idx] @ q).max(axis=1)  # MERIT Eq. 6
@@ -127,24 +224,17 @@ def test_neighbors_stay_on_the_day_and_before_the_question(memory):
     assert [c.id for c in cut[0].after] == [11]
 
 
+# ---- concurrency -------------------------------------------------------------------------
+
 def test_a_second_writer_waits_for_the_lock_instead_of_failing(tmp_path):
     import threading
     import time
 
     path = tmp_path / "m.db"
     with Memory(path) as a, Memory(path) as b:
-        _fill(a, 1)
+        add_clips(a, 1)
         a.db.execute("BEGIN IMMEDIATE")  # another process is writing
         threading.Timer(0.5, lambda: a.db.execute("COMMIT")).start()
         t0 = time.perf_counter()
-        sid = b.add_source(path="y", sha256="y", kind="video", clock="wall",
-                           start_from="mtime", t_start=0, duration=1, n_clips=1, info={})
-        assert sid and time.perf_counter() - t0 >= 0.4
-
-
-def test_an_empty_file_is_not_silently_turned_into_a_memory(tmp_path):
-    p = tmp_path / "zero.db"
-    p.write_bytes(b"")
-    with pytest.raises(StoreError, match="empty file"):
-        Memory(p, create=False)
-    assert p.stat().st_size == 0
+        sid = add_source(b, "y", kind="video")
+        assert sid == 2 and time.perf_counter() - t0 >= 0.4

@@ -6,31 +6,20 @@ import os
 import time
 
 import apsw
-import numpy as np
 import pytest
 
 from edge.config import frames_dir
 from edge.ingest import ingest_paths
 from edge.stages import StageClock, stage_report
-from edge.store import INDEX_TYPES, MIGRATIONS, Memory, StoreError
+from edge.store import MIGRATIONS, Memory, StoreError, apply_migrations, connect
 from tests.conftest import FOOTAGE, shared
+from tests.factories import add_clips
 
 
 def _fill(memory: Memory, n: int) -> None:
-    """n synthetic clips with random unit vectors (data, not a mock: the real store)."""
-    rng = np.random.default_rng(0)
-    sid = memory.add_source(path="earlier", sha256="earlier", kind="captions",
-                            clock="dayclock", start_from="file", t_start=0, duration=30 * n,
-                            n_clips=n, info={})
-    for i in range(n):
-        v = rng.normal(size=(len(INDEX_TYPES), 384)).astype(np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        memory.add_clip(source_id=sid, idx=i, t_start=36000 + 30 * i, t_end=36030 + 30 * i,
-                        day="DAY1", day_start=0, caption=f"earlier clip {i}", transcript="",
-                        keyframes=[], signals={},
-                        keys={k: (f"{k} {i}", "file") for k in INDEX_TYPES},
-                        vectors={k: v[j] for j, k in enumerate(INDEX_TYPES)})
-    memory.finish_source(sid)
+    """n synthetic clips ``earlier clip i`` with random unit vectors (data, not a mock: the
+    real store), their source finished."""
+    add_clips(memory, [f"earlier clip {i}" for i in range(n)], source="earlier", finish=True)
 
 
 def _readable(path, n_before: int) -> None:
@@ -107,21 +96,26 @@ def test_read_only_folder_is_a_clear_error_and_data_stays_readable(tmp_path):
     _readable(path, 2)
 
 
-def test_runs_migration_from_the_previous_version(tmp_path, monkeypatch):
-    import edge.store
-
+def test_runs_migration_from_the_previous_version(tmp_path):
     path = tmp_path / "old.db"
     previous = [m for m in MIGRATIONS if m[0] != "m004_runs"]
-    monkeypatch.setattr(edge.store, "MIGRATIONS", previous)
+    db = connect(path)
+    assert apply_migrations(db, previous) == [name for name, _ in previous]
+    db.execute("INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration, "
+               "n_clips, status, added_at) VALUES('earlier', 'earlier', 'captions', "
+               "'dayclock', 'file', 36000, 60, 2, 'done', 0)")
+    for i in range(2):
+        db.execute("INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption)"
+                   " VALUES(1, ?, ?, ?, 'DAY1', 0, ?)",
+                   (i, 36000 + 30 * i, 36030 + 30 * i, f"earlier clip {i}"))
+    db.execute("INSERT INTO calls(at, command, role, model, tokens_in, tokens_out,"
+               " seconds) VALUES(1, 'ingest', 'memory_llm', 'q', 10, 5, 0.5)")
+    assert "runs" not in {r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.close()
     with Memory(path) as m:
-        _fill(m, 2)
-        m.db.execute("INSERT INTO calls(at, command, role, model, tokens_in, tokens_out,"
-                     " seconds) VALUES(1, 'ingest', 'memory_llm', 'q', 10, 5, 0.5)")
-        assert "runs" not in {r[0] for r in m.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    monkeypatch.setattr(edge.store, "MIGRATIONS", MIGRATIONS)
-    with Memory(path) as m:
-        assert m.db.execute("SELECT max(name) FROM _migrations").fetchone()[0] >= "m004_runs"
+        names = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY rowid")]
+        assert names == [name for name, _ in MIGRATIONS]
         assert m.db.execute("SELECT run_id FROM calls").fetchall() == [(None,)]
         assert m.stage_costs() == {"runs": 0, "clips_added": 0, "media_seconds": 0,
                                    "hours": 0.0, "stages": {}}

@@ -1,0 +1,55 @@
+"""The memory store: one SQLite file (WAL) with sqlite-vec for key and fact vectors.
+
+Schema changes are named, append-only migrations recorded in ``_migrations`` (simonw/llm
+style): never edit a shipped step, add a new one. A clip, its keys and their vectors are
+written in one transaction, so a killed process leaves either the whole clip or nothing.
+m003 adds the PyraVid pyramid (§3.2): fact nodes (with vectors in ``fact_vec`` and text in
+FTS), clip nodes, versioned global nodes and links, written with the clip (facts, clip node,
+fact→clip links) or by :mod:`edge.pyramid` (relational links, global versions).
+
+The package, in reading order:
+
+- ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
+  GlobalNode, Link).
+- ``schema``: ``connect``, the write transaction, the migrations m001–m004.
+- ``memory``: :class:`Memory`, the façade; it inherits the methods below.
+- ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``text`` (BM25),
+  ``graph`` (the pyramid), ``accounting`` (calls, runs, stats).
+- ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query.
+"""
+
+from edge.errors import StoreError
+from edge.store.memory import Memory, write_error
+from edge.store.records import (
+    EMBED_DIM,
+    INDEX_TYPES,
+    KEY_TYPES,
+    Clip,
+    ClipNode,
+    Fact,
+    GlobalNode,
+    Link,
+    Source,
+)
+from edge.store.schema import MIGRATIONS, _connect, apply_migrations, connect
+from edge.store.scope import time_scope
+
+__all__ = [
+    "EMBED_DIM",
+    "INDEX_TYPES",
+    "KEY_TYPES",
+    "MIGRATIONS",
+    "Clip",
+    "ClipNode",
+    "Fact",
+    "GlobalNode",
+    "Link",
+    "Memory",
+    "Source",
+    "StoreError",
+    "_connect",
+    "apply_migrations",
+    "connect",
+    "time_scope",
+    "write_error",
+]

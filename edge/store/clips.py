@@ -1,0 +1,223 @@
+"""Sources and clips: registering an ingested file, storing a clip with its keys, key
+vectors, fact nodes, clip node and FTS text in one transaction, and reading clips back by id,
+by time and by day. A mixin of :class:`edge.store.Memory` (uses ``self.db``, ``self._write``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from edge.store.records import (
+    CLIP_COLS,
+    EMBED_DIM,
+    Clip,
+    Fact,
+    Source,
+    clip_from_row,
+    id_marks,
+)
+from edge.store.scope import time_scope
+
+
+class ClipStore:
+    """Sources (files ingested) and clips (the timeline's units, with caption, transcript,
+    keyframes and the MERIT keys)."""
+
+    # -- sources
+    def source_by_hash(self, sha256: str) -> Source | None:
+        """The source whose content hash is ``sha256`` (hex), or ``None``."""
+        row = self.db.execute(
+            "SELECT id, path, sha256, kind, clock, t_start, duration, n_clips, status "
+            "FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
+        return Source(*row) if row else None
+
+    def add_source(self, *, path: str, sha256: str, kind: str, clock: str, start_from: str,
+                   t_start: float, duration: float, n_clips: int, info: dict) -> int:
+        """Register a source as ``ingesting``; returns its id. ``t_start`` is timeline
+        seconds, ``duration`` seconds; ``info`` is stored as JSON."""
+        with self._write():
+            self.db.execute(
+                "INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration,"
+                " n_clips, status, added_at, info) VALUES(?,?,?,?,?,?,?,?,'ingesting',?,?)",
+                (path, sha256, kind, clock, start_from, t_start, duration, n_clips, time.time(),
+                 json.dumps(info)),
+            )
+            return self.db.last_insert_rowid()
+
+    def finish_source(self, source_id: int) -> None:
+        """Mark a source ``done``: every clip of it is stored."""
+        with self._write():
+            self.db.execute("UPDATE sources SET status = 'done' WHERE id = ?", (source_id,))
+
+    def clip_indices(self, source_id: int) -> set[int]:
+        """Indices of the clips of ``source_id`` already stored (for resuming)."""
+        return {r[0] for r in self.db.execute("SELECT idx FROM clips WHERE source_id = ?",
+                                              (source_id,))}
+
+    def done_source_paths(self) -> set[str]:
+        """Paths of the sources whose every clip is stored (status ``done``)."""
+        return {r[0] for r in self.db.execute("SELECT path FROM sources WHERE status = 'done'")}
+
+    def clip_index_map(self, source_id: int) -> dict[int, int]:
+        """``{clip id: index of the clip within its source}`` for ``source_id``."""
+        return dict(self.db.execute("SELECT id, idx FROM clips WHERE source_id = ?",
+                                    (source_id,)))
+
+    # -- writing a clip
+    def add_clip(
+        self,
+        *,
+        source_id: int,
+        idx: int,
+        t_start: float,
+        t_end: float,
+        day: str,
+        day_start: float,
+        caption: str,
+        transcript: str,
+        keyframes: Sequence[str],
+        signals: dict,
+        keys: dict[str, tuple[str, str]],
+        vectors: dict[str, np.ndarray],
+        facts: Sequence[Fact] = (),
+        fact_vectors: np.ndarray | None = None,
+        clip_node: tuple[str, str, str] | None = None,
+    ) -> int:
+        """Store one clip with its keys and key vectors in ONE transaction; returns its id.
+
+        ``t_start``/``t_end``/``day_start`` are timeline seconds. ``keys`` maps a type in
+        :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps the same types to 384-d
+        float32 unit vectors. A clip already stored under ``(source_id, idx)`` is left as it
+        is and its id returned.
+
+        PyraVid pyramid (§3.2), in the same transaction: ``facts`` with their
+        ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
+        hierarchical fact→clip link each; each ``Fact`` gets its ``id``/``clip_id``) and
+        ``clip_node = (summary, scene, origin)``. Raises ``ValueError`` (nothing stored) when
+        a vector has the wrong shape.
+        """
+        with self._write():
+            row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
+                                  (source_id, idx)).fetchone()
+            if row:
+                return row[0]
+            self.db.execute(
+                "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
+                " transcript, keyframes, signals) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                (source_id, idx, t_start, t_end, day, day_start, caption, transcript,
+                 json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False)),
+            )
+            clip_id = self.db.last_insert_rowid()
+            self._add_keys(clip_id, t_end, keys, vectors)
+            self._add_facts(clip_id, day, t_end, facts, fact_vectors)
+            if clip_node is not None:
+                self.db.execute("INSERT INTO nodes_clip(clip_id, summary, scene, origin) "
+                                "VALUES(?,?,?,?)", (clip_id, *clip_node))
+            self._index_clip_text(clip_id, caption, transcript, keys, facts)
+            return clip_id
+
+    def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],
+                  vectors: dict[str, np.ndarray]) -> None:
+        """Each key's row and its vector in ``key_vec`` (partition = key type, metadata =
+        the clip's end for time-scoped KNN). ``ValueError`` on a vector not of shape (384,)."""
+        for ktype, (text, origin) in keys.items():
+            self.db.execute(
+                "INSERT INTO keys(clip_id, type, text, origin) VALUES(?,?,?,?)",
+                (clip_id, ktype, text, origin),
+            )
+            key_id = self.db.last_insert_rowid()
+            vec = np.asarray(vectors[ktype], dtype=np.float32)
+            if vec.shape != (EMBED_DIM,):
+                raise ValueError(f"vector for {ktype} has shape {vec.shape}, "
+                                 f"expected ({EMBED_DIM},)")
+            self.db.execute(
+                "INSERT INTO key_vec(key_id, key_type, clip_end, embedding) VALUES(?,?,?,?)",
+                (key_id, ktype, float(clip_end), vec.tobytes()),
+            )
+
+    def _index_clip_text(self, clip_id: int, caption: str, transcript: str,
+                         keys: dict[str, tuple[str, str]], facts: Sequence[Fact]) -> None:
+        """The clip's row in the ``clip_text`` FTS5 index: caption, transcript, the key texts
+        (not the caption key) and the fact texts, each joined by `` | ``."""
+        self.db.execute(
+            "INSERT INTO clip_text(rowid, caption, transcript, keys, facts)"
+            " VALUES(?,?,?,?,?)",
+            (clip_id, caption, transcript,
+             " | ".join(t for k, (t, _) in keys.items() if k != "caption"),
+             " | ".join(f.text for f in facts)),
+        )
+
+    # -- reading clips
+    def clips(self, ids: Iterable[int], *, with_keys: bool = False) -> dict[int, Clip]:
+        """Clips by id (missing ids are absent from the result); ``with_keys`` fills
+        ``Clip.keys`` (type → text)."""
+        ids, marks = id_marks(ids)
+        if not ids:
+            return {}
+        out = {
+            r[0]: clip_from_row(r)
+            for r in self.db.execute(
+                f"SELECT {CLIP_COLS} FROM clips WHERE id IN ({marks})", ids)
+        }
+        if with_keys:
+            for clip_id, ktype, text in self.db.execute(
+                f"SELECT clip_id, type, text FROM keys WHERE clip_id IN ({marks})", ids
+            ):
+                out[clip_id].keys[ktype] = text
+        return out
+
+    def all_clips(self) -> list[Clip]:
+        """Every clip in timeline order."""
+        return [clip_from_row(r) for r in self.db.execute(
+            f"SELECT {CLIP_COLS} FROM clips ORDER BY t_start, id")]
+
+    def neighbors(self, clip: Clip, delta: int) -> tuple[list[Clip], list[Clip]]:
+        """Up to ``delta`` clips before and after ``clip`` on the same day, nearest first
+        (MERIT Eq. 8 window, on the timeline rather than within one file)."""
+        if delta <= 0:
+            return [], []
+        before = [clip_from_row(r) for r in self.db.execute(
+            f"SELECT {CLIP_COLS} FROM clips WHERE day = ? AND (t_start < ? OR "
+            "(t_start = ? AND id < ?)) ORDER BY t_start DESC, id DESC LIMIT ?",
+            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
+        after = [clip_from_row(r) for r in self.db.execute(
+            f"SELECT {CLIP_COLS} FROM clips WHERE day = ? AND (t_start > ? OR "
+            "(t_start = ? AND id > ?)) ORDER BY t_start, id LIMIT ?",
+            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
+        return before, after
+
+    def count_clips(self, before: float | None = None, after: float | None = None) -> int:
+        """Clips that end in ``(after, before]`` (timeline seconds, either open)."""
+        scope, args = time_scope("t_end", before=before, after=after)
+        return self.db.execute(f"SELECT count(*) FROM clips WHERE 1{scope}",
+                               args).fetchone()[0]
+
+    def find_clip(self, t_start: float, t_end: float, caption: str) -> int | None:
+        """The id of a stored clip with exactly these times and caption, from any source."""
+        row = self.db.execute(
+            "SELECT id FROM clips WHERE t_start = ? AND t_end = ? AND caption = ? LIMIT 1",
+            (t_start, t_end, caption)).fetchone()
+        return row[0] if row else None
+
+    def clips_between(self, start: float, end: float) -> list[Clip]:
+        """Clips that start in ``[start, end)`` (timeline seconds), in timeline order."""
+        return [clip_from_row(r) for r in self.db.execute(
+            f"SELECT {CLIP_COLS} FROM clips WHERE t_start >= ? AND t_start < ? "
+            "ORDER BY t_start, id", (float(start), float(end)))]
+
+    def days(self) -> list[str]:
+        """Day labels that hold clips, in timeline order (by each day's first clip)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT day FROM clips GROUP BY day ORDER BY min(t_start)")]
+
+    def activity_by_hour(self) -> list[tuple[str, float, int, int]]:
+        """Clips per hour of each day, for browsing: ``(day, day_start, hour, clips)`` rows in
+        timeline order, only hours that hold a clip. ``hour`` is the hour of day (0–23, or more
+        for a clip past midnight on the EgoLife day clock) of each clip's start."""
+        return [(day, day_start, int(hour), n) for day, day_start, hour, n in self.db.execute(
+            "SELECT day, min(day_start), CAST((t_start - day_start) / 3600 AS INTEGER) AS h,"
+            " count(*) FROM clips GROUP BY day, h ORDER BY min(t_start)")]

@@ -1,0 +1,94 @@
+""":class:`Memory`, the one object callers use: an open memory file (SQLite in WAL mode,
+sqlite-vec for vectors). Its methods come from the mixins of this package, which share
+``self.db`` (the apsw connection) and ``self._write()`` (the write transaction)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from edge.errors import StoreError
+from edge.store.accounting import Accounting
+from edge.store.clips import ClipStore
+from edge.store.graph import Graph
+from edge.store.schema import apply_migrations, connect, write_transaction
+from edge.store.text import TextIndex
+from edge.store.vectors import VectorIndex
+
+_NO_MEMORY_HINT = "build one with `edge ingest VIDEO...` or `edge ingest-captions FILE`"
+
+
+def write_error(path: Path, e: Exception) -> StoreError:
+    """A :class:`StoreError` for a failed write (disk full, read-only file, I/O error)."""
+    return StoreError(
+        f"could not write to the memory {path}: {e}. Check free disk space and that the file "
+        "is writable; everything stored before this point is intact.")
+
+
+class Memory(ClipStore, VectorIndex, TextIndex, Graph, Accounting):
+    """An open memory file. Use as a context manager or call :meth:`close`.
+
+    Opening applies pending migrations (:data:`~edge.store.MIGRATIONS`). Raises
+    :class:`StoreError` when the path cannot be created or opened, when ``create=False`` and
+    the file does not exist (or is empty), or when it is not a usable memory file.
+
+    Methods by module: sources and clips (:mod:`~edge.store.clips`), KNN over key and fact
+    vectors (:mod:`~edge.store.vectors`), BM25 (:mod:`~edge.store.text`), the PyraVid
+    pyramid (:mod:`~edge.store.graph`), calls, runs and stats (:mod:`~edge.store.accounting`).
+    """
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        self._check_path(create)
+        self.db = connect(self.path)
+        self._open()
+
+    def _check_path(self, create: bool) -> None:
+        """Refuse an empty file or, without ``create``, a missing one; make the folder."""
+        if not create and self.path.exists() and self.path.stat().st_size == 0:
+            raise StoreError(f"{self.path} is an empty file, not a memory; {_NO_MEMORY_HINT}")
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"no memory at {self.path}; {_NO_MEMORY_HINT}")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the folder for {self.path}: {e}") from None
+
+    def _open(self) -> None:
+        """WAL, foreign keys, migrations; closes the connection and raises StoreError if any
+        fails (an unwritable folder gets its own message: WAL writes -wal/-shm beside it)."""
+        import apsw
+
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.migrate()
+        except apsw.Error as e:
+            self.db.close()
+            if isinstance(e, apsw.CantOpenError | apsw.ReadOnlyError) and not os.access(
+                self.path.parent, os.W_OK
+            ):
+                raise StoreError(
+                    f"cannot use the memory {self.path}: its folder is not writable (SQLite's "
+                    "WAL mode writes -wal/-shm files beside it); copy it somewhere writable"
+                ) from None
+            raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
+
+    def _write(self):
+        """The write transaction every write goes through (:func:`write_transaction`)."""
+        return write_transaction(self.db)
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations in order; returns the names applied."""
+        return apply_migrations(self.db)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

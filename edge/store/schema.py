@@ -1,0 +1,289 @@
+"""The memory file's schema: opening a connection, the write transaction, and the named,
+append-only migrations recorded in ``_migrations`` (simonw/llm style).
+
+Never edit the SQL of a shipped migration: add a new step to :data:`MIGRATIONS` instead. A
+memory built by any earlier version is brought up to date on open; a test checks that one
+migrated from m001 has exactly the schema of a fresh one. ``apsw`` is used because this
+Python's ``sqlite3`` cannot load extensions (MODELS.md); sqlite-vec provides ``vec0``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from edge.errors import StoreError
+from edge.store.records import EMBED_DIM
+
+# ---- the migrations' SQL, exactly as shipped ---------------------------------------------
+
+_M001_TABLES = """
+        CREATE TABLE sources(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,               -- video | audio | captions
+            clock TEXT NOT NULL,              -- wall | dayclock
+            start_from TEXT NOT NULL,         -- metadata | --start | mtime | file
+            t_start REAL NOT NULL,
+            duration REAL NOT NULL,
+            n_clips INTEGER NOT NULL,
+            status TEXT NOT NULL,             -- ingesting | done
+            added_at REAL NOT NULL,
+            info TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE clips(
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            idx INTEGER NOT NULL,
+            t_start REAL NOT NULL,
+            t_end REAL NOT NULL,
+            day TEXT NOT NULL,
+            day_start REAL NOT NULL,
+            caption TEXT NOT NULL,
+            transcript TEXT NOT NULL DEFAULT '',
+            keyframes TEXT NOT NULL DEFAULT '[]',
+            signals TEXT NOT NULL DEFAULT '{}',
+            UNIQUE(source_id, idx)
+        );
+        CREATE INDEX clips_by_time ON clips(t_start);
+        CREATE INDEX clips_by_day ON clips(day, t_start);
+        CREATE TABLE keys(
+            id INTEGER PRIMARY KEY,
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            type TEXT NOT NULL CHECK (type IN ('event','dialogue','object','summary','caption')),
+            text TEXT NOT NULL,
+            origin TEXT NOT NULL,             -- llm | extractive | file | caption
+            UNIQUE(clip_id, type)
+        );
+        CREATE TABLE calls(
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            command TEXT NOT NULL,
+            role TEXT NOT NULL,
+            model TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            seconds REAL NOT NULL
+        );
+        """
+
+_M001_KEY_VEC = f"""
+        CREATE VIRTUAL TABLE key_vec USING vec0(
+            key_id INTEGER PRIMARY KEY,
+            key_type TEXT PARTITION KEY,
+            clip_end FLOAT,
+            embedding FLOAT[{EMBED_DIM}] distance_metric=cosine
+        )
+        """
+
+_M002_CLIP_TEXT = """
+        CREATE VIRTUAL TABLE clip_text USING fts5(
+            caption, transcript, keys,
+            tokenize = 'unicode61 remove_diacritics 2'
+        )
+        """
+
+_M002_BACKFILL = (
+    "INSERT INTO clip_text(rowid, caption, transcript, keys) "
+    "SELECT c.id, c.caption, c.transcript, coalesce(group_concat(k.text, ' | '), '') "
+    "FROM clips c LEFT JOIN keys k ON k.clip_id = c.id AND k.type != 'caption' "
+    "GROUP BY c.id"
+)
+
+_M003_TABLES = """
+        CREATE TABLE facts(
+            id INTEGER PRIMARY KEY,
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            t_start REAL NOT NULL,            -- timeline seconds, inside the clip
+            t_end REAL NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,               -- action | speech | object | person | scene
+            names TEXT NOT NULL DEFAULT '[]', -- names mentioned (JSON list)
+            keyframe TEXT,                    -- path under <memory>.frames/, NULL without video
+            origin TEXT NOT NULL              -- llm | extractive
+        );
+        CREATE INDEX facts_by_clip ON facts(clip_id);
+        CREATE TABLE nodes_clip(
+            clip_id INTEGER PRIMARY KEY REFERENCES clips(id),
+            summary TEXT NOT NULL,
+            scene TEXT NOT NULL,
+            origin TEXT NOT NULL              -- llm | extractive
+        );
+        CREATE TABLE nodes_global(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL CHECK (scope IN ('day', 'all')),
+            day TEXT NOT NULL,                -- the day label, or '' for scope 'all'
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            clip_count INTEGER NOT NULL,      -- clips integrated so far (this and older versions)
+            t_upto REAL NOT NULL,             -- end of the last clip integrated (timeline s)
+            origin TEXT NOT NULL,             -- llm | extractive
+            updated REAL NOT NULL,            -- Unix time of this version
+            UNIQUE(scope, day, version)
+        );
+        CREATE TABLE links(
+            id INTEGER PRIMARY KEY,
+            src_kind TEXT NOT NULL CHECK (src_kind IN ('fact', 'clip', 'global')),
+            src_id INTEGER NOT NULL,
+            dst_kind TEXT NOT NULL CHECK (dst_kind IN ('fact', 'clip', 'global')),
+            dst_id INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('hierarchical', 'relational')),
+            weight REAL NOT NULL DEFAULT 1,
+            relation TEXT NOT NULL DEFAULT '',
+            UNIQUE(src_kind, src_id, dst_kind, dst_id, kind)
+        );
+        CREATE INDEX links_by_dst ON links(dst_kind, dst_id);
+        CREATE VIRTUAL TABLE fact_text USING fts5(
+            text, tokenize = 'unicode61 remove_diacritics 2'
+        );
+        DROP TABLE clip_text;
+        CREATE VIRTUAL TABLE clip_text USING fts5(
+            caption, transcript, keys, facts,
+            tokenize = 'unicode61 remove_diacritics 2'
+        );
+        """
+
+_M003_BACKFILL = (
+    "INSERT INTO clip_text(rowid, caption, transcript, keys, facts) "
+    "SELECT c.id, c.caption, c.transcript, coalesce(group_concat(k.text, ' | '), ''), '' "
+    "FROM clips c LEFT JOIN keys k ON k.clip_id = c.id AND k.type != 'caption' "
+    "GROUP BY c.id"
+)
+
+_M003_FACT_VEC = f"""
+        CREATE VIRTUAL TABLE fact_vec USING vec0(
+            fact_id INTEGER PRIMARY KEY,
+            day TEXT,
+            clip_end FLOAT,
+            embedding FLOAT[{EMBED_DIM}] distance_metric=cosine
+        )
+        """
+
+_M004_RUNS = """
+        CREATE TABLE runs(
+            id INTEGER PRIMARY KEY,
+            command TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            seconds REAL NOT NULL,            -- wall-clock seconds of the whole run
+            media_seconds REAL NOT NULL,      -- footage processed (clips added), seconds
+            clips_added INTEGER NOT NULL,
+            sources INTEGER NOT NULL,         -- inputs seen (ingested, resumed, skipped, failed)
+            status TEXT NOT NULL              -- done | interrupted | failed
+        );
+        CREATE TABLE run_stages(
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            stage TEXT NOT NULL,              -- load | decode | asr | caption | memory_llm | ...
+            seconds REAL NOT NULL,
+            PRIMARY KEY(run_id, stage)
+        );
+        ALTER TABLE calls ADD COLUMN run_id INTEGER;
+        """
+
+
+# ---- the migrations ----------------------------------------------------------------------
+
+def _m001_initial(db) -> None:
+    """Sources, clips, keys (MERIT Eq. 5), model calls, and ``key_vec``: one 384-d cosine
+    vector per key, partitioned by key type, with the clip's end for time-scoped KNN."""
+    db.execute(_M001_TABLES)
+    db.execute(_M001_KEY_VEC)
+
+
+def _m002_clip_text_fts(db) -> None:
+    """FTS5 (BM25) over each clip's caption, transcript and key texts; backfills old clips."""
+    db.execute(_M002_CLIP_TEXT)
+    db.execute(_M002_BACKFILL)
+
+
+def _m003_pyramid(db) -> None:
+    """The PyraVid pyramid (PyraVid §3.2, App. B.3): fact nodes, clip nodes, versioned global
+    nodes, hierarchical/relational links, fact vectors, and fact text in the FTS index."""
+    db.execute(_M003_TABLES)
+    db.execute(_M003_BACKFILL)
+    db.execute(_M003_FACT_VEC)
+
+
+def _m004_runs(db) -> None:
+    """Cost accounting per run (issue 3 item 6): wall seconds per ingest stage and the
+    seconds of footage processed, so ``edge stats`` can report real-time factors; calls gain
+    the run they belong to (NULL for calls stored before this migration)."""
+    db.execute(_M004_RUNS)
+
+
+MIGRATIONS: list[tuple[str, Callable]] = [
+    ("m001_initial", _m001_initial),
+    ("m002_clip_text_fts", _m002_clip_text_fts),
+    ("m003_pyramid", _m003_pyramid),
+    ("m004_runs", _m004_runs),
+]
+"""``(name, step)`` in order; a step takes an apsw connection. Append only."""
+
+
+# ---- connection, transaction, migrate ----------------------------------------------------
+
+def connect(path: Path):
+    """An apsw connection to the SQLite file ``path`` (created if missing) with sqlite-vec
+    loaded and a 10 s busy timeout; no pragmas, no migrations (:class:`Memory` does those).
+    Raises :class:`StoreError` when the file cannot be opened."""
+    import apsw
+    import sqlite_vec
+
+    try:
+        db = apsw.Connection(str(path))
+    except apsw.Error as e:
+        raise StoreError(f"cannot open memory {path}: {e}") from None
+    db.set_busy_timeout(10_000)
+    db.enable_load_extension(True)
+    db.load_extension(sqlite_vec.loadable_path())
+    db.enable_load_extension(False)
+    return db
+
+
+_connect = connect  # the old private name; tests/test_pyramid.py imports it
+
+
+@contextmanager
+def write_transaction(db) -> Iterator[None]:
+    """A write transaction taken with BEGIN IMMEDIATE: a second writer (another ingest)
+    waits up to the busy timeout for the lock instead of failing at its first write, as
+    a deferred transaction upgraded from read to write would (SQLITE_BUSY). Inside an open
+    transaction it is a savepoint. Rolls back and re-raises on any exception."""
+    if db.in_transaction:
+        with db:  # nested: a savepoint inside the outer transaction
+            yield
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR): a
+        # second ROLLBACK would fail and hide the error that matters.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def apply_migrations(db, migrations: Sequence[tuple[str, Callable]] | None = None
+                     ) -> list[str]:
+    """Apply the pending steps of ``migrations`` (default :data:`MIGRATIONS`) in order, each
+    in its own write transaction with its ``_migrations`` row; returns the names applied.
+    A step another process applied while we waited for the lock is skipped."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations(name TEXT PRIMARY KEY, applied_at REAL)"
+    )
+    done = {r[0] for r in db.execute("SELECT name FROM _migrations")}
+    applied = []
+    for name, fn in MIGRATIONS if migrations is None else migrations:
+        if name in done:
+            continue
+        with write_transaction(db):
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                continue  # another process applied it while we waited for the lock
+            fn(db)
+            db.execute("INSERT INTO _migrations VALUES(?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
