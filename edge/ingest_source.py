@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from edge.config import frames_dir
 from edge.media import MediaInfo, clip_bounds, iter_clips, shown
@@ -72,7 +73,7 @@ class IngestRun:
     file; ``media_seconds``: footage seconds in the clips added so far."""
 
     memory: Memory
-    hub: object
+    hub: Any  # models.ModelHub
     options: IngestOptions
     stages: StageClock
     start_clock: StartClock
