@@ -15,20 +15,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
-from edge.ingest import SourceResult, file_sha256, index_texts, store_clip
-from edge.keys import ClipKeys, extract_keys
+from edge.keys import ClipKeys
 from edge.media import shown
+from edge.memory_writer import (
+    NewClip,
+    NewSource,
+    SourceResult,
+    file_sha256,
+    register_or_resume,
+    write_clip,
+    write_clips,
+)
 from edge.pyramid import Pyramid
-from edge.store import INDEX_TYPES, Memory
+from edge.store import Memory
 from edge.timeline import day_clock, egolife_time
 
 FILE_KEYS = {"event": "event_key", "dialogue": "dialogue_key", "object": "object_key",
              "summary": "sum_key"}
+"""Key type → the field of a caption record that holds it."""
 
-
+BATCH = 64
+"""Records checked, embedded (one embedder call without a pyramid) and stored per batch."""
 
 @dataclass(frozen=True)
 class CaptionRecord:
+    """One record of a caption file: ``day`` (n of DAYn), ``t_start``/``t_end`` on the
+    EgoLife day clock (seconds), the caption ``text`` and the file's four keys (``None``
+    unless the record has all four)."""
+
     day: int
     t_start: float
     t_end: float
@@ -98,6 +112,8 @@ def ingest_caption_file(
     is known by its hash (an interrupted run resumes), and a record whose times and caption
     are already stored — from this file or another, e.g. a multi-day file that contains the
     day file — is skipped. ``records`` may be passed when the caller already parsed the file.
+    ``on_total(n)``: records to go through, once; ``on_progress(n)``: records done. Raises
+    :class:`CaptionFileError` (malformed file), ``StoreError`` and model setup errors.
 
     With ``pyramid`` (:class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid fact
     nodes, clip node and relational links from one memory-LLM call per clip (the file's keys
@@ -107,65 +123,72 @@ def ingest_caption_file(
     path = Path(path)
     records = read_caption_file(path) if records is None else records
     wanted = records if limit is None else records[:limit]
-    digest = file_sha256(path)
-    existing = memory.source_by_hash(digest)
-    if existing is not None and existing.status == "done":
-        return SourceResult(shown(path), "skipped",
-                            message=f"already in memory: same content as {existing.path}")
-    if existing is None:
-        source_id = memory.add_source(
-            path=shown(path.resolve()), sha256=digest, kind="captions", clock="dayclock",
-            start_from="file", t_start=records[0].t_start if records else 0.0,
-            duration=sum(r.t_end - r.t_start for r in records), n_clips=len(records),
-            info={"keys": "extract" if extract else "file"})
-        done: set[int] = set()
-    else:
-        source_id = existing.id
-        done = memory.clip_indices(source_id)
-    result = SourceResult(shown(path), "ingested" if existing is None else "resumed")
+    state = register_or_resume(memory, file_sha256(path),
+                               lambda: _new_source(path, records, extract))
+    if state.status == "skipped":
+        return SourceResult(shown(path), "skipped", message=state.skipped_message)
+    result = SourceResult(shown(path), state.status)
     if on_total:
         on_total(len(wanted))
     duplicates = 0
-    batch = 64
-    for lo in range(0, len(wanted), batch):
-        todo = []
-        for i, r in enumerate(wanted[lo:lo + batch], start=lo):
-            if i in done:
-                continue
-            if memory.find_clip(r.t_start, r.t_end, r.text) is not None:
-                duplicates += 1
-                continue
-            todo.append((i, r))
-        if pyramid is not None:  # one clip at a time: each costs LLM calls
-            if on_progress and len(wanted[lo:lo + batch]) > len(todo):
-                on_progress(len(wanted[lo:lo + batch]) - len(todo))
-            for i, r in todo:
-                file_keys = (ClipKeys(**r.keys, origin="file")
-                             if r.keys is not None and not extract else None)
-                pyramid.add_clip(source_id=source_id, idx=i, t_start=r.t_start, t_end=r.t_end,
-                                 clock="dayclock", caption=r.text, file_keys=file_keys)
-                result.clips_added += 1
-                if on_progress:
-                    on_progress(1)
+    for lo in range(0, len(wanted), BATCH):
+        batch = wanted[lo:lo + BATCH]
+        pending, stored_elsewhere = _unstored(memory, batch, lo, state.done)
+        duplicates += stored_elsewhere
+        clips = [_new_clip(state.source_id, i, r, extract) for i, r in pending]
+        if pyramid is None:
+            result.clips_added += len(write_clips(memory, hub, clips))
+            if on_progress:
+                on_progress(len(batch))
             continue
-        keys_list: list[ClipKeys] = []
-        for _, r in todo:
-            if r.keys is not None and not extract:
-                keys_list.append(ClipKeys(**r.keys, origin="file"))
-            else:
-                keys_list.append(extract_keys(hub.llm("memory_llm"), r.text))
-        texts = [t for (_, r), k in zip(todo, keys_list) for t in index_texts(k, r.text)]
-        vecs = hub.embedder.embed(texts)
-        width = len(INDEX_TYPES)
-        for j, ((i, r), k) in enumerate(zip(todo, keys_list)):
-            store_clip(memory, vecs[j * width:(j + 1) * width], source_id=source_id, idx=i,
-                       t_start=r.t_start, t_end=r.t_end, clock="dayclock", caption=r.text,
-                       transcript="", keyframes=[], signals={}, keys=k)
+        if on_progress and len(batch) > len(clips):  # one clip at a time: each costs calls
+            on_progress(len(batch) - len(clips))
+        for clip in clips:
+            write_clip(memory, hub, clip, pyramid=pyramid)
             result.clips_added += 1
-        if on_progress:
-            on_progress(len(wanted[lo:lo + batch]))
+            if on_progress:
+                on_progress(1)
     if pyramid is not None:
         pyramid.finalize()
+    _conclude(memory, state.source_id, result, wanted, records, duplicates)
+    return result
+
+
+def _unstored(memory: Memory, batch: list[CaptionRecord], first: int,
+              done: set[int]) -> tuple[list[tuple[int, CaptionRecord]], int]:
+    """The ``(index, record)`` pairs of a batch (indices from ``first``) still to store, and
+    how many were skipped as stored from another source (same times and caption)."""
+    todo, duplicates = [], 0
+    for i, r in enumerate(batch, start=first):
+        if i in done:
+            continue
+        if memory.find_clip(r.t_start, r.t_end, r.text) is not None:
+            duplicates += 1
+            continue
+        todo.append((i, r))
+    return todo, duplicates
+
+
+def _new_source(path: Path, records: list[CaptionRecord], extract: bool) -> NewSource:
+    """The source row of a caption file: on the day clock from its first record."""
+    return NewSource(
+        path=shown(path.resolve()), kind="captions", clock="dayclock", start_from="file",
+        t_start=records[0].t_start if records else 0.0,
+        duration=sum(r.t_end - r.t_start for r in records), n_clips=len(records),
+        info={"keys": "extract" if extract else "file"})
+
+
+def _new_clip(source_id: int, idx: int, r: CaptionRecord, extract: bool) -> NewClip:
+    """A record as a clip for the memory writer, with the file's keys unless ``extract``."""
+    keys = ClipKeys(**r.keys, origin="file") if r.keys is not None and not extract else None
+    return NewClip(source_id=source_id, idx=idx, t_start=r.t_start, t_end=r.t_end,
+                   clock="dayclock", caption=r.text, keys=keys)
+
+
+def _conclude(memory: Memory, source_id: int, result: SourceResult,
+              wanted: list[CaptionRecord], records: list[CaptionRecord],
+              duplicates: int) -> None:
+    """Mark the source finished unless ``--limit`` left records out; say what was skipped."""
     result.duration = sum(r.t_end - r.t_start for r in wanted)
     notes = []
     if duplicates:
@@ -179,4 +202,3 @@ def ingest_caption_file(
         result.status = "skipped"
         notes.insert(0, "already in memory")
     result.message = "; ".join(notes)
-    return result

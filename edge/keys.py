@@ -17,7 +17,9 @@ from models.llm import ContextOverflowError, LLMOutputError
 
 @dataclass(frozen=True)
 class ClipKeys:
-    """The four MERIT keys of a clip; ``origin`` is ``llm``, ``extractive`` or ``file``."""
+    """The four MERIT keys of a clip (MERIT Eq. 5): what happens (``event``), what is said
+    (``dialogue``), what is seen (``object``) and a one-line ``summary``; each is embedded
+    as its own 384-d vector. ``origin`` is ``llm``, ``extractive`` or ``file``."""
 
     event: str
     dialogue: str
@@ -26,17 +28,41 @@ class ClipKeys:
     origin: str
 
     def as_dict(self) -> dict[str, str]:
+        """The four keys by type (without ``origin``)."""
         return {"event": self.event, "dialogue": self.dialogue, "object": self.object,
                 "summary": self.summary}
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?。])\s+", text) if s.strip()]
+def clean_text(text: str) -> str:
+    """Model output as one line: underscores to spaces, runs of white space to one space."""
+    return " ".join(str(text).replace("_", " ").split())
+
+
+_SENTENCE_END = r"(?<=[.!?。])\s+"
+_SENTENCE_END_OR_QUOTE = r"(?<=[.!?。”\"])\s+"
+
+
+def split_sentences(text: str, *, after_quotes: bool = False, min_chars: int = 1) -> list[str]:
+    """The sentences of a caption, stripped, in order.
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``。`` followed by white space; with
+    ``after_quotes`` also at a closing quote (``”`` or ``"``) followed by white space. Pieces
+    shorter than ``min_chars`` characters are dropped. The two callers keep their historic
+    settings, which differ: MERIT extractive keys split at sentence ends and keep every
+    non-empty piece (defaults); PyraVid extractive facts also split after quotes (a quoted
+    utterance is its own fact) and drop pieces under 3 characters.
+    """
+    pattern = _SENTENCE_END_OR_QUOTE if after_quotes else _SENTENCE_END
+    pieces = (s.strip() for s in re.split(pattern, text))
+    return [s for s in pieces if s and len(s) >= min_chars]
 
 
 def extractive_keys(caption: str) -> ClipKeys:
-    """Keys cut from the caption itself, without a model (the marked fallback)."""
-    sents = _sentences(caption) or [caption.strip() or "(empty clip)"]
+    """Keys cut from the caption itself, without a model (the marked fallback,
+    ``origin="extractive"``): the first sentence (event), the quoted speech (dialogue), the
+    visible text or second sentence (object), the caption's distinct longer words
+    (summary); each at most 200 characters (summary 120)."""
+    sents = split_sentences(caption) or [caption.strip() or "(empty clip)"]
     quoted = re.findall(r"[\"“]([^\"”]+)[\"”]", caption)
     speech = re.search(r'Speech: "(.*)"', caption)
     dialogue = (speech.group(1) if speech else " ".join(quoted[:2])) or "no speech"
@@ -49,10 +75,14 @@ def extractive_keys(caption: str) -> ClipKeys:
 
 def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
                  max_tokens: int = 300) -> ClipKeys:
-    """Four MERIT keys for ``caption`` from the memory LLM (one schema-constrained call).
+    """Four MERIT keys for ``caption`` from the memory LLM (MERIT Eq. 5): one call with role
+    ``memory_llm``, constrained by :data:`edge.prompts.KEY_SCHEMA`, the caption cut to
+    ``max_caption_tokens``.
 
     Falls back to :func:`extractive_keys` (``origin="extractive"``) when the model's output
-    is invalid twice or the caption does not fit the context.
+    is invalid twice (the call and its repair), a key comes back empty, or the caption does
+    not fit the context. Raises nothing for bad model output; the backend's setup errors
+    (:data:`edge.errors.MODEL_ERRORS`) propagate.
     """
     text = llm.truncate(caption, max_caption_tokens)
     messages = [
@@ -66,7 +96,7 @@ def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
                             max_tokens=max_tokens)
     except (LLMOutputError, ContextOverflowError):
         return extractive_keys(caption)
-    clean = {k: " ".join(str(obj[k]).replace("_", " ").split()) for k in KEY_SCHEMA["required"]}
+    clean = {k: clean_text(obj[k]) for k in KEY_SCHEMA["required"]}
     if not all(clean.values()):
         return extractive_keys(caption)
     return ClipKeys(**clean, origin="llm")

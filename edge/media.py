@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -128,7 +128,9 @@ def _parse_creation_time(tags: dict) -> float | None:
 
 
 def probe(path: Path) -> MediaInfo:
-    """Read container and stream facts; raises :class:`MediaError` for unreadable files."""
+    """Read container and stream facts (duration in seconds, first video and audio stream)
+    without decoding. Raises :class:`MediaError` for a missing, empty, cut-off or unreadable
+    file, or one with neither a video nor an audio stream."""
     path = Path(path)
     with _open(path) as c:
         v = c.streams.video[0] if c.streams.video else None
@@ -155,8 +157,9 @@ def probe(path: Path) -> MediaInfo:
 
 
 def clip_bounds(duration: float, clip_seconds: float = CLIP_SECONDS) -> list[tuple[float, float]]:
-    """Consecutive ``(start, end)`` spans covering ``duration`` seconds; a tail shorter than
-    2 s joins the previous clip. A duration of 0 gives no clips."""
+    """Consecutive ``(start, end)`` clip spans of ``clip_seconds`` (seconds from the source
+    start) covering ``duration`` seconds; a tail shorter than 2 s joins the previous clip. A
+    duration of 0 gives no clips."""
     if duration <= 0:
         return []
     n = max(1, math.ceil(duration / clip_seconds - 1e-9))
@@ -180,11 +183,10 @@ def iter_clips(
     Decodes the video stream once, packet by packet: a corrupt packet in the middle is skipped
     (decoding goes on after it) and a file that ends early (truncated) yields the clips
     decoded so far; both append a note to ``warnings``. Audio-only sources yield clips without
-    frames. Frames are BGR ``uint8``, turned upright by the display matrix (phone rotation)
-    and at most ``max_side`` pixels on their long side.
+    frames. Frames are BGR ``uint8`` ``(h, w, 3)``, turned upright by the display matrix
+    (phone rotation) and at most ``max_side`` pixels on their long side; ``Frame.t`` is
+    seconds from the clip start. Raises :class:`MediaError` when the file cannot be opened.
     """
-    import av
-
     bounds = clip_bounds(info.duration, clip_seconds)
     if not info.has_video:
         for i, (s, e) in enumerate(bounds):
@@ -193,6 +195,25 @@ def iter_clips(
     spans = [ClipSpan(i, s, e) for i, (s, e) in enumerate(bounds)]
     if not spans:
         return
+    current, last_t = yield from _sample_video(info, spans, fps, max_side, warnings)
+    for span in spans[current:]:
+        if span is None:
+            continue
+        if span.frames or span.start <= last_t:
+            yield span
+        elif warnings is not None:
+            warnings.append(f"{shown(info.path.name)}: no frames decoded after {last_t:.1f} s")
+            break
+
+
+def _sample_video(info: MediaInfo, spans: list[ClipSpan], fps: float, max_side: int,
+                  warnings: list[str] | None) -> Generator[ClipSpan, None, tuple[int, float]]:
+    """Decode the video stream once, filling ``spans`` with frames sampled at ``fps`` and
+    yielding each span once decoding has passed its end (its slot in ``spans`` is then set
+    to ``None`` to free the frames). Returns ``(index of the first span not yielded,
+    seconds decoded)``; corrupt packets and an early end add notes to ``warnings``."""
+    import av
+
     step = 1.0 / fps
     current = 0
     next_sample = 0.0
@@ -239,20 +260,12 @@ def iter_clips(
                 warnings.append(
                     f"{shown(info.path.name)}: decoding stopped at {last_t:.1f} s "
                     f"({e.__class__.__name__}); the file looks truncated or corrupt, "
-                    "clips up to that point were kept"
-                )
+                    "clips up to that point were kept")
     if bad_packets and warnings is not None:
         warnings.append(
             f"{shown(info.path.name)}: {bad_packets} corrupt video packet(s) skipped from "
             f"{bad_from:.1f} s on; frames around them may be missing or damaged")
-    for span in spans[current:]:
-        if span is None:
-            continue
-        if span.frames or span.start <= last_t:
-            yield span
-        elif warnings is not None:
-            warnings.append(f"{shown(info.path.name)}: no frames decoded after {last_t:.1f} s")
-            break
+    return current, last_t
 
 
 def frame_rotation(frame) -> int:
@@ -308,7 +321,8 @@ def check_audio_alignment(video: MediaInfo, audio: MediaInfo, offset: float = 0.
 
 
 def load_audio(path: Path) -> np.ndarray | None:
-    """The source's audio as 16 kHz mono float32, or ``None`` when it has no audio stream.
+    """The source's audio as 16 kHz mono float32 samples ``(n,)`` (faster-whisper's
+    decoder), or ``None`` when it has no audio stream.
 
     Raises :class:`MediaError` when the audio stream exists but cannot be decoded.
     """

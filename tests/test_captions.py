@@ -6,10 +6,10 @@ import pytest
 
 from edge.answer import ask
 from edge.captions import CaptionFileError, ingest_caption_file, read_caption_file
+from edge.memory_writer import NewSource, register_or_resume
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, shared
-
-pytestmark = pytest.mark.slow
+from tests.factories import add_clips
 
 
 def test_caption_file_is_read_onto_the_day_clock():
@@ -28,6 +28,7 @@ def test_malformed_caption_file_names_the_record(tmp_path):
         read_caption_file(p)
 
 
+@pytest.mark.slow
 def test_screwdriver_question_cites_the_clip_around_1115(memory, hub):
     path = shared(EGOLIFE_DAY1)
     res = ingest_caption_file(memory, hub, path, limit=80)
@@ -45,6 +46,7 @@ def test_screwdriver_question_cites_the_clip_around_1115(memory, hub):
         m.when for m in anchors]
 
 
+@pytest.mark.slow
 def test_overlapping_caption_files_never_store_a_clip_twice(memory, hub, tmp_path):
     day1 = shared(EGOLIFE_DAY1)
     first = ingest_caption_file(memory, hub, day1, limit=10)
@@ -60,6 +62,7 @@ def test_overlapping_caption_files_never_store_a_clip_twice(memory, hub, tmp_pat
     assert memory.stats()["clips"] == 15
 
 
+@pytest.mark.slow
 def test_asking_before_the_first_clip_ends_is_a_clear_error(memory, hub):
     from edge.answer import AskError
 
@@ -83,6 +86,7 @@ def test_an_empty_caption_list_is_an_error_and_creates_no_memory(tmp_path):
     assert res.exit_code == 1 and "no clip records" in res.output
     assert not (tmp_path / "m.db").exists()
 
+
 @pytest.mark.parametrize("record, why", [
     ({"date": "DAY1", "start_time": "99999999", "end_time": "11003000", "text": "x"},
      "out of range"),
@@ -98,3 +102,26 @@ def test_bad_records_are_rejected_with_the_reason(tmp_path, record, why):
     p.write_text(json.dumps([record]))
     with pytest.raises(CaptionFileError, match=why):
         read_caption_file(p)
+
+
+def test_a_source_is_added_once_then_resumed_then_skipped(memory):
+    """register_or_resume, the one "hash → known source → resume or add" of every ingest:
+    ``describe`` runs only for new content (a start clock advances only for new files)."""
+    described = []
+
+    def describe() -> NewSource:
+        described.append(1)
+        return NewSource(path="day.json", kind="captions", clock="dayclock",
+                         start_from="file", t_start=36000.0, duration=60.0, n_clips=2, info={})
+
+    new = register_or_resume(memory, "sha-a", describe)
+    assert (new.status, new.done, new.t_start, new.clock) == ("ingested", set(), 36000.0,
+                                                               "dayclock")
+    add_clips(memory, 1, source=new.source_id)  # an interrupted run stored the first clip
+    again = register_or_resume(memory, "sha-a", describe)
+    assert (again.status, again.source_id, again.done) == ("resumed", new.source_id, {0})
+    memory.finish_source(new.source_id)
+    known = register_or_resume(memory, "sha-a", describe)
+    assert known.status == "skipped" and known.known_as == "day.json"
+    assert known.skipped_message == "already in memory: same content as day.json"
+    assert described == [1] and memory.stats()["sources"] == 1

@@ -12,6 +12,7 @@ from edge.ingest import IngestOptions, ingest_paths
 from edge.store import INDEX_TYPES
 from edge.timeline import parse_moment
 from tests.conftest import FOOTAGE, shared
+from tests.test_pyramid import json_calls
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +37,15 @@ def ingested(small_folder, hub, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("mem") / "memory.db"
     memory = Memory(path)
-    report = ingest_paths(memory, hub, [small_folder],
-                          IngestOptions(start=parse_moment("2025-03-01 09:00")))
-    yield memory, report
+    with json_calls(hub.llm("memory_llm")) as made:
+        report = ingest_paths(memory, hub, [small_folder],
+                              IngestOptions(start=parse_moment("2025-03-01 09:00")))
+    yield memory, report, made
     memory.close()
 
 
 def test_folder_ingest_stores_real_clips_and_skips_bad_files(ingested):
-    memory, report = ingested
+    memory, report, made = ingested
     by_name = {r.path.rsplit("/", 1)[-1]: r for r in report.results}
     cooking = "cooking \\xff.avi"
     assert set(by_name) == {cooking, "drawing speech.mp3", "empty.mp4", "truncated.mp4"}
@@ -64,11 +66,16 @@ def test_folder_ingest_stores_real_clips_and_skips_bad_files(ingested):
     n_keys = memory.db.execute("SELECT count(*) FROM keys").fetchone()[0]
     n_vecs = memory.db.execute("SELECT count(*) FROM key_vec").fetchone()[0]
     assert n_keys == n_vecs == 2 * len(INDEX_TYPES)
-    assert report.usage["by_role"]["memory_llm"]["calls"] >= 2
+    # per clip: one caption, one MERIT key call (a repair is a second metered call), one
+    # embedder call for its four keys + caption; one transcription for the file with sound
+    by_role = report.usage["by_role"]
+    assert [role for role, _ in made] == ["memory_llm", "memory_llm"]
+    assert 2 <= by_role["memory_llm"]["calls"] <= 4
+    assert by_role["embedder"]["calls"] == 2 and by_role["transcriber"]["calls"] == 1
 
 
 def test_reingest_adds_nothing(ingested, small_folder, hub):
-    memory, _ = ingested
+    memory, _, _ = ingested
     before = memory.stats()["clips"]
     again = ingest_paths(memory, hub, [small_folder])
     statuses = {r.path.rsplit("/", 1)[-1]: r.status for r in again.results}
@@ -79,18 +86,21 @@ def test_reingest_adds_nothing(ingested, small_folder, hub):
 
 
 def test_ask_cites_the_clip_where_the_words_were_heard(ingested, hub):
-    memory, _ = ingested
-    result = ask(memory, hub, "What did someone say about drawing?", max_rounds=1, top_n=2)
+    memory, _, _ = ingested
+    with json_calls(hub.llm("solver")) as made:
+        result = ask(memory, hub, "What did someone say about drawing?", max_rounds=1,
+                     top_n=2)
     assert result.moments, "the evidence list is never empty when clips exist"
     assert any("drawing" in m.caption.lower() for m in result.moments[:2])
     assert len(result.rounds) == 1
     # MERIT loop with R = 1: neighbor filtering + the final answer (each may repair once)
+    assert [role for role, _ in made] == ["solver", "solver"]
     assert 2 <= result.usage["by_role"]["solver"]["calls"] <= 4
     assert result.usage["llm"]["tokens_in"] > 0
 
 
 def test_question_time_excludes_later_clips(ingested, hub):
-    memory, _ = ingested
+    memory, _, _ = ingested
     from edge.answer import AskError
 
     with pytest.raises(AskError, match="before the question time"):
@@ -101,7 +111,7 @@ def test_question_time_excludes_later_clips(ingested, hub):
 
 
 def test_retrieval_vectors_are_the_embeddings_of_the_keys(ingested, hub):
-    memory, _ = ingested
+    memory, _, _ = ingested
     clip = memory.all_clips()[0]
     text = memory.db.execute("SELECT text FROM keys WHERE clip_id = ? AND type = 'summary'",
                              (clip.id,)).fetchone()[0]

@@ -11,9 +11,12 @@ import sys
 import time
 
 import apsw
+import pytest
 
 from edge.config import models_dir
 from tests.conftest import EGOLIFE_DAY1, ROOT, shared
+
+pytestmark = pytest.mark.slow  # a real process loads the embedder and ingests 160 records
 
 
 def _count(db) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Bad and unusual media made in the test from real footage: rotation metadata, odd frame
 sizes, corrupt bytes in the middle, a truncated file with its index up front, a separate
 audio file (``--audio``) and its duration check. ffmpeg (scripts/setup.sh) writes the
-variants; PyAV decodes them."""
+variants; PyAV decodes them (slow: real footage is transcoded and decoded)."""
 
 import shutil
 import subprocess
@@ -35,6 +35,7 @@ def pattern(tmp_path_factory) -> Path:
     return p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("degrees", [90, 270])
 def test_rotation_metadata_gives_upright_frames(pattern, tmp_path, degrees):
     rotated = tmp_path / f"phone rotated {degrees}.mp4"
@@ -56,6 +57,7 @@ def test_rotation_metadata_gives_upright_frames(pattern, tmp_path, degrees):
     assert plain.frames[0].image.shape == (240, 320, 3)
 
 
+@pytest.mark.slow
 def test_odd_frame_size_decodes_and_keeps_its_size(tmp_path):
     odd = tmp_path / "odd size 641x479.mkv"
     src = shared(FOOTAGE / "everyday_reading.mp4")
@@ -70,6 +72,7 @@ def test_odd_frame_size_decodes_and_keeps_its_size(tmp_path):
     assert all(f.image.shape == (479, 641, 3) for f in clip.frames)
 
 
+@pytest.mark.slow
 def test_corrupt_bytes_in_the_middle_skip_packets_not_the_rest(tmp_path):
     src = shared(FOOTAGE / "exo_room_131s_noaudio.mp4").read_bytes()
     data = bytearray(src)
@@ -88,6 +91,7 @@ def test_corrupt_bytes_in_the_middle_skip_packets_not_the_rest(tmp_path):
     assert any("corrupt video packet" in w for w in warnings)
 
 
+@pytest.mark.slow
 def test_truncated_file_with_index_up_front_keeps_the_clips_before_the_cut(tmp_path):
     # a camera that writes its index first (faststart), then stops writing: the tail is cut
     front = tmp_path / "faststart.mp4"
@@ -118,6 +122,7 @@ def test_separate_audio_duration_check():
         check_audio_alignment(video, same, offset=9.0)
 
 
+@pytest.mark.slow
 def test_every_stream_is_decoded_once_per_clip():
     """iter_clips demuxes only the video stream (audio is decoded once, separately, for
     ASR): each video packet is decoded exactly once for the whole file."""

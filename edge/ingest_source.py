@@ -1,0 +1,171 @@
+"""One media source of an ingest run: register (or resume) it, transcribe it once, decode its
+video once, and caption and write each clip through the memory writer."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from edge.config import frames_dir
+from edge.media import MediaInfo, clip_bounds, iter_clips, shown
+from edge.memory_writer import (
+    NewClip,
+    NewSource,
+    SourceResult,
+    SourceState,
+    file_sha256,
+    register_or_resume,
+    write_clip,
+)
+from edge.perception import save_keyframes, transcribe_source, transcript_for
+from edge.pyramid import Pyramid
+from edge.stages import StageClock
+from edge.store import Memory
+from edge.timeline import guess_clock
+from models.transcriber import TranscriptSegment
+
+
+@dataclass
+class IngestOptions:
+    """``start``: timeline seconds for the first file without a start time in its metadata
+    (later ones follow it back to back). ``audio``: a separate audio file for the (single)
+    video being ingested, starting ``audio_offset`` seconds after the video; its transcript
+    replaces the video's own audio. ``clip_seconds``: clip length; ``fps``: frames sampled
+    per second; ``keyframes``: JPEGs kept per clip, at most ``keyframe_side`` pixels on their
+    long side."""
+
+    start: float | None = None
+    audio: Path | None = None
+    audio_offset: float = 0.0
+    clip_seconds: float = 30.0
+    fps: float = 1.0
+    keyframes: int = 3
+    keyframe_side: int = 480
+
+
+class StartClock:
+    """Start times for files: container metadata, else ``--start`` (chained), else mtime."""
+
+    def __init__(self, start: float | None) -> None:
+        self.next_start = start
+
+    def start_of(self, info: MediaInfo) -> tuple[float, str]:
+        """``(timeline seconds, where it came from)`` for a new source; with ``--start``
+        the next file without metadata starts where this one ends."""
+        if info.creation_time is not None:
+            return info.creation_time, "metadata"
+        if self.next_start is not None:
+            t = self.next_start
+            self.next_start = t + info.duration
+            return t, "--start"
+        # A camera closes the file when it stops recording: mtime ≈ end of the footage.
+        return os.path.getmtime(info.path) - info.duration, "mtime"
+
+
+@dataclass
+class IngestRun:
+    """What the sources of one ingest run share. ``audio_info``: the probed ``--audio``
+    file; ``media_seconds``: footage seconds in the clips added so far."""
+
+    memory: Memory
+    hub: Any  # models.ModelHub
+    options: IngestOptions
+    stages: StageClock
+    start_clock: StartClock
+    on_progress: Callable[[str, float], None] | None = None
+    pyramid: Pyramid | None = None
+    audio_info: MediaInfo | None = None
+    media_seconds: float = 0.0
+
+    def progress(self, name: str, seconds: float) -> None:
+        if self.on_progress:
+            self.on_progress(name, seconds)
+
+
+def ingest_source(run: IngestRun, info: MediaInfo) -> SourceResult:
+    """Ingest one probed source; its :class:`SourceResult` says ``ingested``, ``resumed``
+    or ``skipped`` (same content already stored). Raises :class:`~edge.errors.MediaError`
+    for a file that cannot be decoded, ``StoreError`` when the memory cannot be written and
+    the model setup errors; clips stored before stay and a re-run resumes."""
+    path, audio_info = info.path, run.audio_info
+    with run.stages.stage("decode"):
+        digest = _content_hash(info, audio_info, run.options.audio_offset)
+    state = register_or_resume(run.memory, digest,
+                               partial(_new_source, run, info, audio_info))
+    if state.status == "skipped":
+        run.progress(shown(path.name), info.duration)
+        return SourceResult(shown(path), "skipped", duration=info.duration,
+                            message=state.skipped_message)
+    result = SourceResult(shown(path), state.status, duration=info.duration)
+    segments = transcribe_source(run.hub, info, run.stages, audio_info=audio_info,
+                                 audio_offset=run.options.audio_offset,
+                                 warnings=result.warnings)
+    _ingest_clips(run, info, state, segments, result,
+                  frames_dir(run.memory.path) / digest[:16])
+    with run.stages.stage("store"):
+        run.memory.finish_source(state.source_id)
+    if audio_info is None and not info.has_audio:
+        result.message = "no audio stream: captions come from the frames only"
+    return result
+
+
+def _content_hash(info: MediaInfo, audio_info: MediaInfo | None, audio_offset: float) -> str:
+    """The source's identity: the file's SHA-256, combined with the separate audio file's
+    and its offset (the same video with other audio is other content)."""
+    digest = file_sha256(info.path)
+    if audio_info is not None:
+        digest = hashlib.sha256(
+            f"{digest}+audio:{file_sha256(audio_info.path)}@{audio_offset:g}"
+            .encode()).hexdigest()
+    return digest
+
+
+def _new_source(run: IngestRun, info: MediaInfo, audio_info: MediaInfo | None) -> NewSource:
+    """The source row of a new file: its start on the timeline (advancing the run's start
+    clock), the clock that start implies, and what the probe found."""
+    t_origin, start_from = run.start_clock.start_of(info)
+    extra = {}
+    if audio_info is not None:
+        extra = {"audio_file": shown(audio_info.path.resolve()),
+                 "audio_offset": run.options.audio_offset}
+    return NewSource(
+        path=shown(info.path.resolve()), kind="video" if info.has_video else "audio",
+        clock=guess_clock(t_origin),  # --start "DAY1 11:00" puts footage on DAY1
+        start_from=start_from, t_start=t_origin, duration=info.duration,
+        n_clips=len(clip_bounds(info.duration, run.options.clip_seconds)),
+        info={"codec": info.video_codec, "width": info.width, "height": info.height,
+              "fps": round(info.avg_fps, 3),
+              "has_audio": info.has_audio or audio_info is not None, **extra})
+
+
+def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
+                  segments: list[TranscriptSegment], result: SourceResult,
+                  kf_dir: Path) -> None:
+    """Decode the source once; caption each clip not yet stored and write it (with its
+    keyframes in ``kf_dir``) through :func:`edge.memory_writer.write_clip`."""
+    o, stages, name = run.options, run.stages, shown(info.path.name)
+    with stages.stage("load"):  # load the models now, not inside the first clip's stages
+        captioner, _, _ = run.hub.captioner, run.hub.llm("memory_llm"), run.hub.embedder
+    for span in stages.timed("decode", iter_clips(info, clip_seconds=o.clip_seconds,
+                                                  fps=o.fps, warnings=result.warnings)):
+        if span.index in state.done:
+            run.progress(name, span.duration)
+            continue
+        transcript = transcript_for(segments, span.start, span.end)
+        with stages.stage("caption"):
+            cap = captioner.caption(span.frames, transcript, span.duration)
+        clip = NewClip(source_id=state.source_id, idx=span.index,
+                       t_start=state.t_start + span.start, t_end=state.t_start + span.end,
+                       clock=state.clock, caption=cap.text, transcript=transcript,
+                       signals=cap.signals)
+        write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
+                   save_keyframes=partial(save_keyframes, span, kf_dir, f"c{span.index:05d}",
+                                          o.keyframes, o.keyframe_side))
+        result.clips_added += 1
+        run.media_seconds += span.duration
+        run.progress(name, span.duration)

@@ -1,0 +1,234 @@
+"""The memory writer: the one path by which sources and clips enter a memory.
+
+Video ingest (:mod:`edge.ingest`), caption ingest (:mod:`edge.captions`) and the recorder
+(through :func:`edge.ingest.ingest_paths`) all register their source with
+:func:`register_or_resume` — a source is known by the SHA-256 of its bytes, so the same
+content is never stored twice and a source cut short resumes clip by clip — and write each
+clip with :func:`write_clip` (or :func:`write_clips` for a batch):
+
+- without a pyramid: the four MERIT keys (from a caption file, or one memory-LLM call,
+  MERIT Eq. 5), one embedder call for the keys and the caption, then the clip, its keys and
+  their 384-d vectors in one transaction;
+- with a :class:`~edge.pyramid.Pyramid`: ONE memory-LLM call for keys, fact nodes and the
+  clip node (PyraVid App. B.1), one embedder call for keys, caption and facts, the clip with
+  all of them and the hierarchical fact→clip links in one transaction, then the pyramid's
+  relational links and global node (PyraVid App. B.3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edge.keys import ClipKeys, extract_keys
+from edge.pyramid import ClipMemory, Pyramid, extract_clip_memory
+from edge.stages import StageClock
+from edge.store import INDEX_TYPES, KEY_TYPES, Memory
+from edge.timeline import day_of
+
+
+@dataclass
+class SourceResult:
+    """What happened to one input: ``status`` is ingested, resumed, skipped or failed;
+    ``duration``: its length in seconds; ``message``/``warnings``: what the user is told."""
+
+    path: str
+    status: str
+    clips_added: int = 0
+    duration: float = 0.0
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NewSource:
+    """A source row to add (the columns of ``sources`` besides its hash): ``kind`` is
+    ``video``, ``audio`` or ``captions``; ``clock`` the timeline it lives on
+    (:mod:`edge.timeline`); ``start_from`` where ``t_start`` (timeline seconds) came from;
+    ``duration`` in seconds; ``n_clips`` the clips expected; ``info`` free-form JSON."""
+
+    path: str
+    kind: str
+    clock: str
+    start_from: str
+    t_start: float
+    duration: float
+    n_clips: int
+    info: dict
+
+
+@dataclass
+class SourceState:
+    """Where a source stands after :func:`register_or_resume`.
+
+    ``status``: ``skipped`` (the same content is fully stored: nothing to do; ``known_as``
+    is the path it was stored from), ``resumed`` (an earlier run stopped: ``done`` holds the
+    clip indices already stored) or ``ingested`` (new). ``t_start`` (timeline seconds) and
+    ``clock``: the source's origin on the timeline, as first registered.
+    """
+
+    source_id: int
+    status: str
+    t_start: float
+    clock: str
+    done: set[int] = field(default_factory=set)
+    known_as: str = ""
+
+    @property
+    def skipped_message(self) -> str:
+        return f"already in memory: same content as {self.known_as}"
+
+
+@dataclass
+class NewClip:
+    """A clip as it reaches the memory writer, before anything of it is stored.
+
+    ``idx``: its index in the source; ``t_start``/``t_end``: timeline seconds; ``clock``: the
+    source's timeline (gives the clip's day). ``keyframes``: JPEG paths relative to the
+    frames folder. ``keys``: keys given with the clip (a caption file's, ``origin="file"``);
+    ``None`` lets the memory LLM extract them.
+    """
+
+    source_id: int
+    idx: int
+    t_start: float
+    t_end: float
+    clock: str
+    caption: str
+    transcript: str = ""
+    keyframes: list[str] = field(default_factory=list)
+    signals: dict = field(default_factory=dict)
+    keys: ClipKeys | None = None
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes (read in 4 MiB blocks): a source's identity."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def register_or_resume(memory: Memory, sha256: str,
+                       describe: Callable[[], NewSource]) -> SourceState:
+    """Find the source with content hash ``sha256``, or add it.
+
+    A finished source → ``skipped``; one an earlier run left unfinished → ``resumed`` with the
+    clip indices it already has; otherwise ``describe()`` is called — only then, so a start
+    clock that advances per new file is not advanced for known ones — and its row is added
+    (``ingested``). Raises what :meth:`Memory.add_source` raises (``StoreError``, ``apsw``
+    errors) when the memory cannot be written.
+    """
+    existing = memory.source_by_hash(sha256)
+    if existing is not None and existing.status == "done":
+        return SourceState(existing.id, "skipped", existing.t_start, existing.clock,
+                           known_as=existing.path)
+    if existing is not None:
+        return SourceState(existing.id, "resumed", existing.t_start, existing.clock,
+                           done=memory.clip_indices(existing.id))
+    new = describe()
+    source_id = memory.add_source(
+        path=new.path, sha256=sha256, kind=new.kind, clock=new.clock,
+        start_from=new.start_from, t_start=new.t_start, duration=new.duration,
+        n_clips=new.n_clips, info=new.info)
+    return SourceState(source_id, "ingested", new.t_start, new.clock)
+
+
+def index_texts(keys: ClipKeys, caption: str) -> list[str]:
+    """The texts a clip is indexed by, in :data:`edge.store.INDEX_TYPES` order (the four
+    keys, then the caption)."""
+    return [*(getattr(keys, k) for k in KEY_TYPES), caption]
+
+
+def write_clip(memory: Memory, hub, clip: NewClip, *, pyramid: Pyramid | None = None,
+               stages: StageClock | None = None,
+               save_keyframes: Callable[[], list[str]] | None = None) -> int:
+    """Extract, embed and store one clip; returns its id (the existing id when the source
+    already has a clip at ``clip.idx``).
+
+    ``pyramid`` (built on the same ``memory`` and ``hub``) adds fact nodes, the clip node,
+    relational links and global-node updates. ``stages`` is charged per stage
+    (``memory_llm``, ``embed``, ``store``; the pyramid's steps by their own clock).
+    ``save_keyframes`` writes the clip's keyframe JPEGs and returns their paths (into
+    ``clip.keyframes``), charged to ``store``: first with a pyramid (fact nodes point at
+    keyframes), else just before the transaction. Raises the memory LLM's and embedder's
+    setup errors, and ``StoreError``/``apsw`` errors when the memory cannot be written.
+    """
+    stages = stages if stages is not None else StageClock()
+    if pyramid is not None:
+        if save_keyframes is not None:
+            with stages.stage("store"):
+                clip.keyframes = save_keyframes()
+        return _write_with_pyramid(memory, hub, clip, pyramid, stages)
+    with stages.stage("memory_llm"):
+        keys = _keys_of(hub, clip)
+    with stages.stage("embed"):
+        vectors = hub.embedder.embed(index_texts(keys, clip.caption))
+    with stages.stage("store"):
+        if save_keyframes is not None:
+            clip.keyframes = save_keyframes()
+        return _store(memory, clip, keys, vectors)
+
+
+def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[int]:
+    """Store a batch of clips without a pyramid: keys for each (in order), ONE embedder call
+    for all their index texts (``5 × len(clips)`` texts), then each clip in its own
+    transaction. Returns their ids. Raises as :func:`write_clip`."""
+    keys = [_keys_of(hub, c) for c in clips]
+    texts = [t for c, k in zip(clips, keys) for t in index_texts(k, c.caption)]
+    vectors = hub.embedder.embed(texts)
+    width = len(INDEX_TYPES)
+    return [_store(memory, c, k, vectors[j * width:(j + 1) * width])
+            for j, (c, k) in enumerate(zip(clips, keys))]
+
+
+def _keys_of(hub, clip: NewClip) -> ClipKeys:
+    """The clip's own keys, else the memory LLM's (MERIT Eq. 5, one call)."""
+    return clip.keys if clip.keys is not None else extract_keys(hub.llm("memory_llm"),
+                                                                clip.caption)
+
+
+def _write_with_pyramid(memory: Memory, hub, clip: NewClip, pyramid: Pyramid,
+                        stages: StageClock) -> int:
+    """The pyramid write (see :func:`write_clip`): the pyramid's step seconds are added to
+    ``stages`` afterwards, ``embed``/``store`` as such and the rest to ``memory_llm``."""
+    before = dict(pyramid.counts.seconds)
+    with pyramid.timed("extract"):
+        cm = extract_clip_memory(hub.llm("memory_llm"), clip.caption, t_start=clip.t_start,
+                                 t_end=clip.t_end, keyframes=clip.keyframes,
+                                 file_keys=clip.keys, options=pyramid.options)
+    with pyramid.timed("embed"):
+        vectors = hub.embedder.embed([*index_texts(cm.keys, clip.caption),
+                                      *(f.text for f in cm.facts)])
+    width = len(INDEX_TYPES)
+    with pyramid.timed("store"):
+        clip_id = _store(memory, clip, cm.keys, vectors[:width], cm, vectors[width:])
+    pyramid.after_store(cm, vectors[width:], t_start=clip.t_start,
+                        day=day_of(clip.t_start, clip.clock)[0])
+    for name, secs in pyramid.counts.seconds.items():
+        stage = name if name in ("embed", "store") else "memory_llm"
+        stages.seconds[stage] = stages.seconds.get(stage, 0.0) + secs - before.get(name, 0.0)
+    return clip_id
+
+
+def _store(memory: Memory, clip: NewClip, keys: ClipKeys, vectors: np.ndarray,
+           cm: ClipMemory | None = None, fact_vectors: np.ndarray | None = None) -> int:
+    """One transaction (:meth:`Memory.add_clip`): the clip, its keys and caption with their
+    ``(5, 384)`` vectors (rows in ``INDEX_TYPES`` order), and with ``cm`` its fact nodes
+    (``fact_vectors``: ``(len(cm.facts), 384)``) and clip node."""
+    day, day_start = day_of(clip.t_start, clip.clock)
+    rows = {k: (getattr(keys, k), keys.origin) for k in KEY_TYPES}
+    rows["caption"] = (clip.caption, "caption")
+    pyramid_rows = {} if cm is None else {
+        "facts": cm.facts, "fact_vectors": fact_vectors,
+        "clip_node": (cm.summary, cm.scene, cm.origin)}
+    return memory.add_clip(
+        source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
+        day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
+        keyframes=list(clip.keyframes), signals=clip.signals, keys=rows,
+        vectors={k: vectors[i] for i, k in enumerate(INDEX_TYPES)}, **pyramid_rows)
