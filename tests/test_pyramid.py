@@ -21,7 +21,7 @@ from edge.pyramid import (
     extractive_clip_memory,
     summary_text,
 )
-from edge.store import MIGRATIONS, Memory, _connect
+from edge.store import MIGRATIONS, Memory, apply_migrations, connect
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips, unit_vectors
 
@@ -33,12 +33,8 @@ K = 4
 
 def test_m003_migrates_an_m002_memory_and_keeps_its_clips(tmp_path):
     path = tmp_path / "old.db"
-    db = _connect(path)
-    db.execute("CREATE TABLE _migrations(name TEXT PRIMARY KEY, applied_at REAL)")
-    for name, fn in MIGRATIONS[:2]:
-        assert name.startswith(("m001", "m002"))
-        fn(db)
-        db.execute("INSERT INTO _migrations VALUES(?, 0)", (name,))
+    db = connect(path)
+    assert apply_migrations(db, MIGRATIONS[:2]) == ["m001_initial", "m002_clip_text_fts"]
     db.execute("INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration, "
                "n_clips, status, added_at) VALUES('x', 'h', 'captions', 'dayclock', 'file', "
                "0, 30, 1, 'done', 0)")

@@ -31,7 +31,7 @@ from edge.store.records import (
     Link,
     Source,
 )
-from edge.store.schema import MIGRATIONS, _connect, apply_migrations, connect
+from edge.store.schema import MIGRATIONS, apply_migrations, connect
 from edge.store.scope import time_scope
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "Memory",
     "Source",
     "StoreError",
-    "_connect",
     "apply_migrations",
     "connect",
     "time_scope",

@@ -242,7 +242,6 @@ def connect(path: Path):
     return db
 
 
-_connect = connect  # the old private name; tests/test_pyramid.py imports it
 
 
 @contextmanager
