@@ -165,7 +165,7 @@ def resolve_scope(memory: Memory, question: str, at: float | None,
     always ends by ``at``. Raises :class:`AskError` when an explicit window is empty.
     """
     if window is not None:
-        w = window.clip(at)
+        w = window.until(at)
         if memory.count_clips(before=w.end, after=w.start) == 0:
             raise AskError(f"nothing in memory ends between {_label(w.start, 'the start')} "
                            f"and {_label(w.end, 'now')}; widen --from/--to")
