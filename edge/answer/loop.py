@@ -48,17 +48,17 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
     packed: list[Packed] = []
     for r in range(1, run.opts.max_rounds + 1):
         run.tried.update(q.lower() for q in queries)
-        anchors, hoods, vecs = retrieve(run, r, queries)
-        filtered = filter_neighbors(run, r, hoods)
+        anchors, hoods, vecs = retrieve(run, r, queries)  # top-N anchors ± Δ, Eq. 6–8
+        filtered = filter_neighbors(run, r, hoods)  # Eq. 9
         run.evidence.add_neighborhoods(r, anchors, hoods)
-        expanded = expand(run, r, vecs[0], anchors)
+        expanded = expand(run, r, vecs[0], anchors)  # PyraVid §3.3
         packed = run.pack("filtered" if run.opts.filtering else "all")
         rnd = Round(r, queries[0], anchor_hits(anchors), [p.item.clip.id for p in packed],
                     None, list(queries), filtered, expanded)
         rounds.append(rnd)
         if run.opts.loop == "merit" and r == run.opts.max_rounds:
             break  # the last round's evidence goes straight to the answer
-        rnd.decision = decide(run, r, packed)
+        rnd.decision = decide(run, r, packed)  # sufficient, else the next query
         queries = next_queries(rnd.decision, run.tried)
         if not queries:
             break
