@@ -36,17 +36,16 @@ class Candidate:
     score: float
 
 
-
-
-
 def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,
            before: float | None = None, after: float | None = None, seeds: int = 6,
            max_nodes: int = 12, exclude_facts: set[int] | frozenset = frozenset()
            ) -> list[Candidate]:
-    """The candidate pool for one round, best first, at most ``max_nodes`` facts.
+    """The candidate pool for one round, best first, at most ``max_nodes`` facts; no
+    solver call.
 
     Args:
-        query_vec: the round's 384-d unit query vector. anchor_ids: the round's anchors.
+        query_vec: the round's 384-d unit query vector. anchor_ids: the round's anchor
+            clips (their own facts are left out).
         before, after: the time scope (timeline seconds): only facts of clips ending in
             ``(after, before]`` — applied inside the vec0 KNN for the seeds.
         seeds: KNN depth for seed facts. exclude_facts: facts already offered earlier.
@@ -94,7 +93,8 @@ def expand(memory: Memory, query_vec: np.ndarray, anchor_ids: list[int], *,
 
 def prune(llm, question: str, candidates: list[Candidate], *, fact_tokens: int = 60
           ) -> list[Candidate]:
-    """The candidates the solver keeps for ``question`` — ONE schema-constrained call.
+    """The candidates the solver keeps for ``question``, in the solver's order without
+    repeats — ONE schema-constrained call; each fact is cut to ``fact_tokens`` tokens.
 
     Returns ``[]`` for no candidates (no call). Raises :class:`~models.llm.LLMOutputError`
     when the reply is unusable twice and :class:`~models.llm.ContextOverflowError` when the
@@ -118,8 +118,9 @@ def prune(llm, question: str, candidates: list[Candidate], *, fact_tokens: int =
 def expand_and_prune(memory: Memory, llm, question: str, query_vec: np.ndarray,
                      anchor_ids: list[int], **kw) -> tuple[list[Candidate], list[Candidate],
                                                             str]:
-    """:func:`expand` then :func:`prune`: ``(offered, kept, note)``; a failed pruning call
-    keeps nothing and says why in ``note`` (expansion is an extra, never a failure)."""
+    """:func:`expand` (``kw`` are its keywords) then :func:`prune`: ``(offered, kept,
+    note)``; a failed pruning call keeps nothing and says why in ``note`` (expansion is an
+    extra, never a failure). Raises nothing from the solver."""
     offered = expand(memory, query_vec, anchor_ids, **kw)
     try:
         return offered, prune(llm, question, offered), ""

@@ -20,8 +20,9 @@ def _label(offset: int) -> str:
 
 
 def neighborhood_text(hood: Neighborhood, llm, center_tokens: int, neighbor_tokens: int) -> str:
-    """One clip's block for the filter prompt: its neighbors labelled by offset, each cut to
-    a token budget (the anchor gets more)."""
+    """One anchor clip's block for the filter prompt: ``time`` (the anchor's start), then
+    the clips labelled by offset (``before_2`` … ``center`` … ``after_2``), the anchor cut
+    to ``center_tokens`` and each neighbor to ``neighbor_tokens`` tokens of ``llm``."""
     lines = [f"time {format_moment(hood.anchor.t_start, hood.anchor.day, hood.anchor.day_start)}"]
     offsets = [(-(i + 1), c) for i, c in enumerate(hood.before)][::-1]
     offsets += [(0, hood.anchor)] + [(i + 1, c) for i, c in enumerate(hood.after)]

@@ -139,8 +139,10 @@ def hybrid_retrieve(memory: Memory, query: str, query_vec: np.ndarray, *, top_n:
                     key_types: tuple[str, ...] = KEY_TYPES, before: float | None = None,
                     after: float | None = None, k: int = 60, depth: int = 4
                     ) -> list[ScoredClip]:
-    """MERIT max-sim over keys fused by RRF with BM25 over FTS5; each list is taken
-    ``depth``×``top_n`` deep before fusing. Scores are RRF scores."""
+    """MERIT max-sim over keys (Eq. 6–7; ``query_vec`` a 384-d unit vector) fused by RRF
+    (K = ``k``) with BM25 over FTS5 for the text ``query``; each list is taken
+    ``depth``×``top_n`` deep before fusing, both inside ``(after, before]`` (timeline
+    seconds). Scores are RRF scores."""
     dense = max_sim_retrieve(memory, query_vec, top_n=top_n * depth, key_types=key_types,
                              before=before, after=after)
     lexical = bm25_retrieve(memory, query, top_n=top_n * depth, before=before, after=after)
@@ -164,7 +166,9 @@ def multi_query_retrieve(
     """Retrieve for each query (the question and its sub-queries, MARQUIS §3.1) and fuse
     the ranked lists with ``fusion`` (see :func:`fuse`). Each list is ``depth``×``top_n``
     deep; it is hybrid (:func:`hybrid_retrieve`) when ``lexical`` else max-sim. One query is
-    just that query's retrieval. ``query_vecs``: one 384-d unit vector per query."""
+    just that query's retrieval. ``query_vecs``: one 384-d unit vector per query. Raises
+    ``ValueError`` when the counts differ or there is no query, or for an unknown
+    ``fusion``."""
     if len(queries) != len(query_vecs) or not queries:
         raise ValueError("one vector per query, at least one query")
     lists = []
@@ -183,7 +187,9 @@ def multi_query_retrieve(
 
 @dataclass
 class Neighborhood:
-    """An anchor clip with its ±Δ neighbors, in timeline order (MERIT Eq. 8)."""
+    """An anchor clip with its neighbor window Δ (MERIT Eq. 8): ``before`` and ``after``
+    nearest first, ``score`` the anchor's retrieval score; :attr:`clips` in timeline
+    order."""
 
     anchor: Clip
     score: float
@@ -197,8 +203,9 @@ class Neighborhood:
 
 def expand_neighbors(memory: Memory, anchors: list[ScoredClip], delta: int = 2,
                      before: float | None = None) -> list[Neighborhood]:
-    """Attach the ``delta`` clips before and after each anchor (same day); neighbors that end
-    after ``before`` (the question time) are left out."""
+    """Attach the ``delta`` clips before and after each anchor clip (same day), one
+    :class:`Neighborhood` per anchor in the anchors' order; neighbors that end after
+    ``before`` (the query time, timeline seconds) are left out."""
     clips = memory.clips([a.clip_id for a in anchors])
     out = []
     for a in anchors:

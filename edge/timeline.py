@@ -24,7 +24,6 @@ DAY_CLOCK_RE = re.compile(
 )
 
 
-
 def day_clock(day: int, seconds_of_day: float) -> float:
     """Timeline seconds of ``DAY<day>`` plus ``seconds_of_day`` (EgoLife day clock)."""
     return (day - 1) * 86400.0 + seconds_of_day
@@ -127,11 +126,12 @@ class TimeWindow:
     end: float | None
     label: str
 
-    def clip(self, before: float | None) -> TimeWindow:
-        """This window cut at the question time ``before`` (clips must end by then)."""
-        if before is None or (self.end is not None and self.end <= before):
+    def until(self, at: float | None) -> TimeWindow:
+        """This window cut at the query time ``at`` (timeline seconds; clips must end by
+        then); unchanged when ``at`` is ``None`` or the window already ends by ``at``."""
+        if at is None or (self.end is not None and self.end <= at):
             return self
-        return TimeWindow(self.start, before, self.label)
+        return TimeWindow(self.start, at, self.label)
 
 
 def _day_bounds(t: float, offset: int, clock: str) -> tuple[str, float, float]:
@@ -178,5 +178,5 @@ def window_from_question(question: str, at: float, clock: str | None = None
             start, end = d0, d1
         if start >= at:
             return None  # a time after the question is no scope at all
-        return TimeWindow(start, end, label).clip(at)
+        return TimeWindow(start, end, label).until(at)
     return None

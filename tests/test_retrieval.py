@@ -1,11 +1,20 @@
-"""Lexical retrieval (FTS5/BM25), rank fusion on hand-made lists, and the m001 → m002
-migration of an existing memory."""
+"""Lexical retrieval (FTS5/BM25), rank fusion on hand-made lists, multi-query retrieval,
+and the m001 → m002 migration of an existing memory."""
 
 import numpy as np
 import pytest
 
-from edge.retrieval import ScoredClip, bm25_retrieve, fts_query, fuse
+from edge.retrieval import (
+    ScoredClip,
+    bm25_retrieve,
+    expand_neighbors,
+    fts_query,
+    fuse,
+    max_sim_retrieve,
+    multi_query_retrieve,
+)
 from edge.store import INDEX_TYPES, Memory
+from tests.factories import add_clips
 
 CAPTIONS = [
     "I put the black power bank on the sofa next to the remote.",
@@ -16,17 +25,10 @@ CAPTIONS = [
 ]
 
 
-def _add(memory: Memory, captions: list[str]) -> None:
-    sid = memory.add_source(path="t", sha256="t", kind="captions", clock="dayclock",
-                            start_from="file", t_start=0, duration=0, n_clips=len(captions),
-                            info={})
-    v = np.zeros(384, dtype=np.float32)
-    v[0] = 1.0
-    for i, cap in enumerate(captions):
-        memory.add_clip(source_id=sid, idx=i, t_start=36000 + 30 * i, t_end=36030 + 30 * i,
-                        day="DAY1", day_start=0, caption=cap, transcript="", keyframes=[],
-                        signals={}, keys={k: (f"key {k}", "file") for k in INDEX_TYPES},
-                        vectors={k: v for k in INDEX_TYPES})
+def _add(memory: Memory, captions: list[str]) -> list[int]:
+    """Clips from 10:00, every 30 s, all with the same vector (so only BM25 tells them
+    apart)."""
+    return add_clips(memory, captions, vectors=np.eye(384, dtype=np.float32)[0])
 
 
 def test_fts_query_drops_stopwords_and_quotes_words():
@@ -126,3 +128,40 @@ def test_migration_from_the_first_schema_backfills_fts(tmp_path):
         assert [s.clip_id for s in bm25_retrieve(m, "green kettle", top_n=3)] == [1]
         _add(m, CAPTIONS[:1])  # new clips go into the FTS index too
         assert [s.clip_id for s in bm25_retrieve(m, "power bank", top_n=3)] == [2]
+
+
+def test_max_sim_takes_each_clip_at_its_best_key_and_respects_the_time_scope(memory):
+    basis = np.eye(384, dtype=np.float32)
+    vecs = np.stack([basis[[0, 1, 2, 3, 4]], basis[[5, 5, 5, 5, 0]], basis[[6, 6, 6, 6, 6]]])
+    ids = add_clips(memory, 3, vectors=vecs)  # (clips, INDEX_TYPES, 384)
+    got = max_sim_retrieve(memory, basis[0], top_n=3, key_types=INDEX_TYPES)
+    assert [(s.clip_id, s.key_type) for s in got[:2]] == [(ids[0], "event"), (ids[1], "caption")]
+    assert [s.score for s in got] == pytest.approx([1.0, 1.0, 0.0])
+    keys_only = max_sim_retrieve(memory, basis[0], top_n=2)  # the caption does not vote
+    assert keys_only[0].clip_id == ids[0] and keys_only[1].score == pytest.approx(0.0)
+    late = max_sim_retrieve(memory, basis[0], top_n=3, key_types=INDEX_TYPES,
+                            after=36000 + 30)  # the first clip ends at 10:00:30
+    assert [s.clip_id for s in late][:1] == [ids[1]] and ids[0] not in {s.clip_id for s in late}
+
+
+def test_sub_query_lists_are_fused(memory):
+    basis = np.eye(384, dtype=np.float32)
+    ids = add_clips(memory, 3, vectors=basis[:3])
+    one = multi_query_retrieve(memory, ["a"], [basis[0]], top_n=1, lexical=False)
+    assert [s.clip_id for s in one] == [ids[0]]
+    both = multi_query_retrieve(memory, ["a", "b"], [basis[0], basis[2]], top_n=2,
+                                lexical=False, fusion="max")
+    assert sorted(s.clip_id for s in both) == [ids[0], ids[2]]
+    with pytest.raises(ValueError, match="one vector per query"):
+        multi_query_retrieve(memory, ["a", "b"], [basis[0]], top_n=2)
+
+
+def test_neighbors_are_the_delta_clips_around_an_anchor_and_end_by_the_query_time(memory):
+    ids = add_clips(memory, 7)
+    hood, = expand_neighbors(memory, [ScoredClip(ids[3], 0.5, "event")], delta=2)
+    assert [c.id for c in hood.before] == [ids[2], ids[1]]  # nearest first
+    assert [c.id for c in hood.after] == [ids[4], ids[5]]
+    assert [c.id for c in hood.clips] == ids[1:6] and hood.score == 0.5
+    cut, = expand_neighbors(memory, [ScoredClip(ids[3], 0.5, "event")], delta=2,
+                            before=36000 + 30 * 5)  # ids[4] ends at 5 × 30 s
+    assert [c.id for c in cut.after] == [ids[4]]

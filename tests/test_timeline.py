@@ -1,7 +1,11 @@
+"""The timeline: EgoLife and wall-clock moments, parsing, and the time windows a question
+names or ``--from/--to`` gives."""
+
 import pytest
 
 from edge.timeline import (
     TimeParseError,
+    TimeWindow,
     day_of,
     egolife_time,
     format_moment,
@@ -79,3 +83,16 @@ def test_wall_clock_yesterday_is_the_previous_local_date():
     y = now - timedelta(days=1)
     assert w.label == f"{y.date().isoformat()} afternoon"
     assert w.start == y.replace(hour=12).timestamp() and w.end == y.replace(hour=18).timestamp()
+
+
+def test_a_window_is_cut_at_the_query_time_until_it_ends_by_it():
+    w = TimeWindow(100.0, 500.0, "DAY1 morning")
+    assert w.until(300.0) == TimeWindow(100.0, 300.0, "DAY1 morning")
+    assert w.until(600.0) is w and w.until(None) is w
+    assert TimeWindow(None, None, "").until(42.0) == TimeWindow(None, 42.0, "")
+
+
+def test_a_named_window_ends_at_the_query_time():
+    t = parse_moment("DAY1 20:30")
+    w = window_from_question("What did we do this evening?", t)
+    assert (w.label, w.start, w.end) == ("DAY1 evening", parse_moment("DAY1 17:00"), t)

@@ -1,0 +1,206 @@
+"""The evidence a question gathers across rounds, and how it is packed into a prompt.
+
+Each clip is evidence once, with the role and :class:`Priority` it first earned (a clip
+found again as an anchor clip is promoted from neighbor to anchor). :meth:`Evidence.pack`
+chooses evidence by priority until the token budget is used — anchors first, by round and
+rank, then neighbors by distance — so no prompt overflows the solver's context; the notes
+are then shown in timeline order, numbered ``[1]``, ``[2]``, … for citation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from edge.expansion import Candidate
+from edge.retrieval import Neighborhood, ScoredClip
+from edge.store import Clip
+from edge.timeline import format_moment
+from models.vlm import image_parts
+
+from .records import Moment, Role
+
+NOTE_OVERHEAD_TOKENS = 16
+"""Tokens counted per note on top of its text (number, time, line break)."""
+
+
+class Priority(NamedTuple):
+    """Packing order of a piece of evidence, smallest first (compared as a tuple).
+
+    ``tier``: 0 for anchor clips and linked clips, 1 for neighbors; ``distance``: a
+    neighbor's distance in clips from its anchor (1…Δ), 0 otherwise; ``round``: the round
+    that found it; ``rank``: its anchor's rank within that round (from 0; linked clips
+    come after every anchor: top-N + their rank among the kept facts).
+    """
+
+    tier: int
+    distance: int
+    round: int
+    rank: int
+
+    @classmethod
+    def anchor(cls, round_no: int, rank: int) -> Priority:
+        return cls(0, 0, round_no, rank)
+
+    @classmethod
+    def neighbor(cls, round_no: int, rank: int, distance: int) -> Priority:
+        return cls(1, distance, round_no, rank)
+
+    @classmethod
+    def linked(cls, round_no: int, rank: int) -> Priority:
+        return cls(0, 0, round_no, rank)
+
+
+@dataclass
+class Item:
+    """One clip of evidence: its ``role``, ``score`` (as retrieval or pruning gave it;
+    ``None`` for neighbors), the ``round`` that found it, its priority and, for anchors
+    and linked clips, what ranked it (``matched``: a key type, ``bm25`` or a fact's
+    ``via``)."""
+
+    clip: Clip
+    role: Role
+    score: float | None
+    round: int
+    priority: Priority
+    matched: str = ""
+
+
+class Packed(NamedTuple):
+    """An item chosen for a prompt and its text, cut to its token cap."""
+
+    item: Item
+    text: str
+
+
+def frame_budget(round_no: int, rank: int) -> int:
+    """Frames of an anchor clip shown to a VLM solver in the final answer (MERIT
+    Appendix 0.A): 6 per clip for round-1 anchors, 6 for the top 5 of round 2 (0 for the
+    rest), 1 per clip from round 3 on. ``rank`` counts from 0 within the round."""
+    if round_no == 1:
+        return 6
+    if round_no == 2:
+        return 6 if rank < 5 else 0
+    return 1
+
+
+@dataclass
+class Evidence:
+    """Everything a question has found so far, by clip id, in the order first found.
+
+    ``filtered``: what neighbor filtering (MERIT Eq. 9) kept per anchor clip id (``""``:
+    nothing relevant); ``facts``: per clip id, the fact texts PyraVid pruning kept;
+    ``offered``: fact ids already offered to pruning; ``anchors_by_round``: the anchor
+    clip ids of each round, by rank.
+    """
+
+    items: dict[int, Item] = field(default_factory=dict)
+    filtered: dict[int, str] = field(default_factory=dict)
+    facts: dict[int, list[str]] = field(default_factory=dict)
+    offered: set[int] = field(default_factory=set)
+    anchors_by_round: list[list[int]] = field(default_factory=list)
+
+    def add_neighborhoods(self, round_no: int, anchors: list[ScoredClip],
+                          hoods: list[Neighborhood]) -> None:
+        """A round's anchor clips (``hoods[i]`` is ``anchors[i]`` with its ±Δ neighbors):
+        each anchor is added (or promoted from neighbor), then its unseen neighbors."""
+        self.anchors_by_round.append([a.clip_id for a in anchors])
+        for rank, h in enumerate(hoods):
+            old = self.items.get(h.anchor.id)
+            if old is None or old.role != "anchor":
+                self.items[h.anchor.id] = Item(h.anchor, "anchor", h.score, round_no,
+                                               Priority.anchor(round_no, rank),
+                                               matched=anchors[rank].key_type)
+            for dist, c in [*((i + 1, c) for i, c in enumerate(h.before)),
+                            *((i + 1, c) for i, c in enumerate(h.after))]:
+                if c.id not in self.items:
+                    self.items[c.id] = Item(c, "neighbor", None, round_no,
+                                            Priority.neighbor(round_no, rank, dist))
+
+    def add_facts(self, round_no: int, kept: list[Candidate], clips: dict[int, Clip],
+                  first_rank: int) -> None:
+        """Facts PyraVid pruning kept: their text joins their clip's evidence, and a clip
+        not yet evidence becomes a linked clip ranked ``first_rank`` + its fact's rank.
+        ``clips``: at least the clips of ``kept`` not yet evidence, by id."""
+        for i, c in enumerate(kept):
+            self.facts.setdefault(c.clip_id, []).append(" ".join(c.text.split()))
+            if c.clip_id not in self.items:
+                self.items[c.clip_id] = Item(clips[c.clip_id], "linked", c.score, round_no,
+                                             Priority.linked(round_no, first_rank + i),
+                                             matched=c.via)
+
+    def pack(self, llm, budget: int, *, anchor_tokens: int, neighbor_tokens: int,
+             view: str = "all") -> list[Packed]:
+        """Evidence chosen by :class:`Priority` until ``budget`` tokens are used, each text
+        cut to ``anchor_tokens`` (anchor clips) or ``neighbor_tokens`` (the others) plus
+        :data:`NOTE_OVERHEAD_TOKENS`; returned in timeline order. ``llm`` counts and cuts
+        tokens (``count_tokens``, ``truncate``).
+
+        ``view``: ``all`` — every clip, a clip with kept facts read as its facts; ``filtered``
+        — only anchors whose filtering kept something (as that text) and linked clips;
+        ``raw`` — every clip as its caption.
+        """
+        if view not in ("all", "filtered", "raw"):
+            raise ValueError(f"unknown view {view!r}; use all, filtered or raw")
+        items, texts = list(self.items.values()), {}
+        if view != "raw":
+            texts = {cid: "; ".join(fs) for cid, fs in self.facts.items()}
+        if view == "filtered":  # the filtered notes stand for whole neighborhoods
+            texts.update({cid: t for cid, t in self.filtered.items() if t})
+            items = [it for cid, it in self.items.items()
+                     if (it.role == "anchor" and self.filtered.get(cid)) or it.role == "linked"]
+        chosen: list[Packed] = []
+        used = 0
+        for it in sorted(items, key=lambda i: i.priority):
+            cap = anchor_tokens if it.role == "anchor" else neighbor_tokens
+            text = llm.truncate(" ".join(texts.get(it.clip.id, it.clip.caption).split()), cap)
+            cost = llm.count_tokens(text) + NOTE_OVERHEAD_TOKENS
+            if used + cost > budget:
+                continue
+            chosen.append(Packed(it, text))
+            used += cost
+        chosen.sort(key=lambda p: (p.item.clip.t_start, p.item.clip.id))
+        return chosen
+
+    def frame_parts(self, folder: Path) -> list[dict]:
+        """Image parts for the anchor clips' keyframes (paths relative to ``folder``) by
+        :func:`frame_budget`, each clip once, in round order; missing files are skipped."""
+        parts, seen = [], set()
+        for r, ids in enumerate(self.anchors_by_round, start=1):
+            for rank, cid in enumerate(ids):
+                if cid in seen:
+                    continue
+                seen.add(cid)
+                frames = self.items[cid].clip.keyframes[: frame_budget(r, rank)]
+                paths = [folder / p for p in frames]
+                parts += image_parts([p for p in paths if p.is_file()])
+        return parts
+
+    def moments(self, cited: list[int]) -> list[Moment]:
+        """The ``cited`` clips (ids, in citation order), then the other anchor and linked
+        clips by priority."""
+        ranked = [it.clip.id for it in sorted(self.items.values(), key=lambda i: i.priority)
+                  if it.role in ("anchor", "linked")]
+        return ([self._moment(self.items[cid], cited=True) for cid in cited]
+                + [self._moment(self.items[cid]) for cid in ranked if cid not in cited])
+
+    def _moment(self, it: Item, cited: bool = False) -> Moment:
+        c = it.clip
+        return Moment(c.id, format_moment(c.t_start, c.day, c.day_start), c.t_start, c.t_end,
+                      c.caption, c.transcript, c.keyframes, it.role,
+                      None if it.score is None else round(it.score, 4), it.round, cited,
+                      it.matched, self.filtered.get(c.id, ""))
+
+
+def numbered_notes(packed: list[Packed]) -> str:
+    """The packed evidence as prompt lines ``[n] DAY1 11:15:24: text``, numbered from 1."""
+    return "\n".join(
+        f"[{n}] {format_moment(p.item.clip.t_start, p.item.clip.day, p.item.clip.day_start)}: "
+        f"{p.text}" for n, p in enumerate(packed, start=1))
+
+
+def cited_clips(reply: dict, packed: list[Packed]) -> list[int]:
+    """The clip ids of the notes a solver reply cites (``reply["cited"]``, numbered from 1;
+    numbers outside the notes are dropped)."""
+    return [packed[n - 1].item.clip.id for n in reply["cited"] if 1 <= n <= len(packed)]

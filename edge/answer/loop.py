@@ -1,0 +1,100 @@
+""":func:`ask`: the bounded agent loop of MERIT Appendix 0.A, step by step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from edge.store import Memory
+
+from .evidence import Packed
+from .options import AskOptions
+from .question import Run, start
+from .records import Answer, Decision, FinalReply, Round
+from .steps import (
+    anchor_hits,
+    answer,
+    decide,
+    decompose,
+    expand,
+    filter_neighbors,
+    next_queries,
+    retrieve,
+)
+
+
+def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *,
+        on_progress: Callable[[str], None] | None = None, **overrides) -> Answer:
+    """Answer ``question`` from ``memory`` with cited moments (see :mod:`edge.answer`).
+
+    Args:
+        hub: the :class:`models.ModelHub` (its embedder and ``solver`` role; calls are
+            counted in ``Answer.usage``).
+        options: an :class:`AskOptions`; ``overrides`` replace its fields by name, e.g.
+            ``ask(m, hub, q, at=t, delta=1)``.
+        on_progress: called with one short line before each search and solver call
+            (``round 2/5: searching 'power bank'``), from the calling thread. It may raise
+            to stop the question early; the exception propagates.
+    Raises:
+        AskError: the question is empty, the memory is empty, or holds nothing in scope;
+            bad choices; frames asked of a solver that does not take them.
+        ValueError: an unknown ``retrieval``, ``loop`` or ``fusion``.
+        TypeError: an override that is not an :class:`AskOptions` field.
+    """
+    run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress)
+    sub_queries = decompose(run)
+    queries = [run.question, *sub_queries]
+    rounds: list[Round] = []
+    packed: list[Packed] = []
+    for r in range(1, run.opts.max_rounds + 1):
+        run.tried.update(q.lower() for q in queries)
+        anchors, hoods, vecs = retrieve(run, r, queries)  # top-N anchors ± Δ, Eq. 6–8
+        filtered = filter_neighbors(run, r, hoods)  # Eq. 9
+        run.evidence.add_neighborhoods(r, anchors, hoods)
+        expanded = expand(run, r, vecs[0], anchors)  # PyraVid §3.3
+        packed = run.pack("filtered" if run.opts.filtering else "all")
+        rnd = Round(r, queries[0], anchor_hits(anchors), [p.item.clip.id for p in packed],
+                    None, list(queries), filtered, expanded)
+        rounds.append(rnd)
+        if run.opts.loop == "merit" and r == run.opts.max_rounds:
+            break  # the last round's evidence goes straight to the answer
+        rnd.decision = decide(run, r, packed)  # sufficient, else the next query
+        queries = next_queries(rnd.decision, run.tried)
+        if not queries:
+            break
+    final = None
+    if run.opts.loop == "merit":
+        final, packed = answer(run, packed)
+    return conclude(run, rounds, packed, final, sub_queries)
+
+
+def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalReply | None,
+             sub_queries: list[str]) -> Answer:
+    """The :class:`Answer`: in ``loop="merit"`` from the final reply, sufficient when it
+    came and the latest decision (if any) said the evidence sufficed; in
+    ``loop="single"`` from the last round's decision. ``packed``: the evidence the answer
+    read."""
+    o = run.opts
+    if o.loop == "merit":
+        reply: Decision | FinalReply | None = final
+        verdict = next((rd.decision for rd in reversed(rounds) if rd.decision is not None),
+                       None)
+        sufficient = final is not None and (verdict is None or bool(verdict["sufficient"]))
+    else:
+        reply = rounds[-1].decision if rounds else None
+        sufficient = bool(reply and reply["sufficient"])
+    cited = list(dict.fromkeys(reply["cited_clips"])) if reply else []
+    text = (reply or {}).get("answer", "").strip()
+    if reply is not None and not text:
+        run.note.failure("the solver gave no answer; showing the retrieved evidence")
+    extra = {}
+    if o.choices:
+        extra = {"choices": dict(zip(o.letters, o.choices)),
+                 "reason": (reply or {}).get("reason", "")}
+    return Answer(
+        question=run.question, asked_at=run.asked_at, answer=text, extra=extra,
+        sufficient=sufficient, moments=run.evidence.moments(cited), rounds=rounds,
+        usage=run.usage.summary(run.usage_mark),
+        seconds=round(time.perf_counter() - run.started, 2), note=run.note.text,
+        evidence_count=len(packed), sub_queries=sub_queries, final=final,
+        scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end})

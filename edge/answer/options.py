@@ -1,0 +1,110 @@
+"""The options of one question (:class:`AskOptions`) and how :func:`edge.answer.ask` takes
+them: an ``AskOptions`` value, keyword overrides of its fields, or both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from edge.errors import AskError
+from edge.store import INDEX_TYPES
+from edge.timeline import TimeWindow
+
+LOOPS = ("merit", "single")
+"""The agent loops :func:`edge.answer.ask` runs (see :mod:`edge.answer`)."""
+
+RETRIEVALS = ("keys", "hybrid")
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """How one question is answered; the defaults are the product's (``edge ask``).
+
+    Attributes:
+        at: the query time (timeline seconds); only clips ending by then are used.
+            ``None`` means no limit.
+        window: search only clips ending inside it (``--from/--to``); ``auto_window``
+            reads one from the question ("last night") when none is given.
+        top_n: top-N anchor clips per round; ``None`` = 10 for a solver with ≥ 16k
+            context, else 5.
+        delta: the neighbor window Δ (clips on each side, 0–4).
+        max_rounds: R, the bound on retrieval rounds (MERIT Appendix 0.A).
+        key_types: which vectors vote in max-sim (MERIT Eq. 6–7): any of
+            event/dialogue/object/summary and caption; default all five (keys + caption:
+            hit@Δ2 0.962 vs 0.949 for the four keys alone, hybrid, on the 78-question
+            day-1 set).
+        retrieval: ``hybrid`` (max-sim fused by RRF with BM25 over FTS5) or ``keys``
+            (max-sim only, MERIT as published).
+        loop: ``merit`` (filter + sufficiency per round, then a final answer) or
+            ``single`` (one call per round answers and decides).
+        decompose: MARQUIS §3.1 sub-queries (one more call) fused with ``fusion``
+            (rrf/wrrf/max/sum/mean; ``rrf_k`` = K of RRF).
+        choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
+            one letter and the reason goes to ``Answer.extra["reason"]``.
+        neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering (Eq. 9).
+        pyramid: PyraVid §3.3 expansion and pruning each round (one more solver call) and
+            the day's global node as context; ``None`` = when the memory has a pyramid.
+        frames: send anchor keyframes with the final answer; ``None`` = when the solver's
+            ``accepts_frames`` is true. ``True`` with a solver that does not take frames
+            makes :func:`~edge.answer.ask` raise :class:`AskError`.
+        answer_tokens: the reply budget (tokens) of answering calls.
+        anchor_tokens, neighbor_tokens: the most tokens of one anchor's / one neighbor's
+            evidence text in a prompt.
+    """
+
+    at: float | None = None
+    window: TimeWindow | None = None
+    auto_window: bool = True
+    top_n: int | None = None
+    delta: int = 2
+    max_rounds: int = 5
+    key_types: tuple[str, ...] = INDEX_TYPES
+    retrieval: str = "hybrid"
+    loop: str = "merit"
+    decompose: bool = False
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    choices: list[str] | None = None
+    neighbor_filter: bool = False
+    pyramid: bool | None = None
+    frames: bool | None = None
+    answer_tokens: int = 300
+    anchor_tokens: int = 300
+    neighbor_tokens: int = 100
+
+    @classmethod
+    def merge(cls, options: AskOptions | None, overrides: dict) -> AskOptions:
+        """``options`` (default: all defaults) with ``overrides`` (field name → value)
+        applied. Raises ``TypeError`` for a name that is not a field."""
+        names = {f.name for f in fields(cls)}
+        for name in overrides:
+            if name not in names:
+                raise TypeError(f"ask() got an unexpected keyword argument {name!r}")
+        return replace(options or cls(), **overrides)
+
+    def check(self) -> None:
+        """Refuse options no question can run with, before any work.
+
+        Raises:
+            AskError: fewer than 2 or more than 26 choices, or an empty choice.
+            ValueError: an unknown ``retrieval`` or ``loop``.
+        """
+        if self.choices is not None and not 2 <= len(self.choices) <= 26:
+            raise AskError("a multiple-choice question needs 2 to 26 choices")
+        if self.choices is not None and any(not str(c).strip() for c in self.choices):
+            empty = [chr(ord("A") + i) for i, c in enumerate(self.choices) if not str(c).strip()]
+            raise AskError(f"choice {', '.join(empty)} is empty; write each option between "
+                           "the '|' separators, e.g. --choices 'Tasha|Alice|Shure|Lucia'")
+        if self.retrieval not in RETRIEVALS:
+            raise ValueError(f"unknown retrieval {self.retrieval!r}; use 'keys' or 'hybrid'")
+        if self.loop not in LOOPS:
+            raise ValueError(f"unknown loop {self.loop!r}; use {' or '.join(LOOPS)}")
+
+    @property
+    def letters(self) -> list[str]:
+        """``A``, ``B``, … one per choice (empty without choices)."""
+        return [chr(ord("A") + i) for i in range(len(self.choices or []))]
+
+    @property
+    def filtering(self) -> bool:
+        """Whether rounds run MERIT neighbor filtering (always in ``loop="merit"``)."""
+        return self.loop == "merit" or self.neighbor_filter

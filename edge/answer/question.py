@@ -1,0 +1,201 @@
+"""One question being answered: its checks, its time scope, the frame every prompt shares,
+and the state its rounds build up (:class:`Run`).
+
+Before round 1 the question's time scope is fixed (:func:`resolve_scope`): clips that end
+before the query time and, when the question names one ("yesterday evening") or
+``--from/--to`` gives it, inside that window — applied inside the KNN.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from edge.errors import AskError
+from edge.prompts import SOLVER_PROMPT
+from edge.store import Memory
+from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
+
+from .evidence import Evidence, Packed, numbered_notes
+from .options import AskOptions
+
+PROMPT_SLACK_TOKENS = 96
+"""Tokens kept free in every prompt for the chat template."""
+
+
+def time_label(t: float | None, default: str) -> str:
+    """``DAY1 11:21:00`` (or a wall-clock moment) for timeline second ``t``; ``default``
+    for ``None``."""
+    if t is None:
+        return default
+    return format_moment(t, *day_of(t))
+
+
+def resolve_scope(memory: Memory, question: str, at: float | None,
+                  window: TimeWindow | None, auto_window: bool) -> tuple[TimeWindow, str]:
+    """The time window a question searches and a note when a named window was dropped.
+
+    ``window`` (from ``--from/--to``) wins; else, with ``auto_window``, a day or part of a
+    day the question names (:func:`edge.timeline.window_from_question`, relative to ``at``
+    or, without ``at``, to the last clip) is used when memory holds clips in it. The window
+    always ends by ``at`` (the query time, timeline seconds). Raises :class:`AskError` when
+    an explicit window is empty.
+    """
+    if window is not None:
+        w = window.until(at)
+        if memory.count_clips(before=w.end, after=w.start) == 0:
+            raise AskError(f"nothing in memory ends between {time_label(w.start, 'the start')} "
+                           f"and {time_label(w.end, 'now')}; widen --from/--to")
+        return w, ""
+    everything = TimeWindow(None, at, "")
+    if not auto_window:
+        return everything, ""
+    ref = at if at is not None else memory.stats()["last"]
+    named = window_from_question(question, ref)
+    if named is None:
+        return everything, ""
+    if memory.count_clips(before=named.end, after=named.start) == 0:
+        return everything, (f"the question names {named.label}, but memory holds nothing "
+                            "then; everything before the question time was searched")
+    return named, ""
+
+
+def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160) -> str:
+    """The PyraVid global node of the day the question is about (the latest version that
+    integrates only clips ending by the query time), cut to ``max_tokens``; ``""`` when
+    the memory has none."""
+    t = scope.end if scope.end is not None else memory.stats()["last"]
+    day, _ = day_of(t)
+    node = memory.global_node(day, before=scope.end) or memory.global_node("", before=scope.end)
+    if node is None or not node.text.strip():
+        return ""
+    text = llm.truncate(" ".join(node.text.split()), max_tokens)
+    return f"Summary of {node.day or 'the memory'} so far: {text}\n\n"
+
+
+class Note:
+    """The answer's note, by one rule: the latest failure, else the first remark.
+
+    A failure (a solver call that failed, an empty answer) says why the answer is degraded
+    and replaces any earlier note; a remark (a dropped time window, a skipped pyramid
+    expansion, filtering that kept nothing) only says what was done instead.
+    """
+
+    def __init__(self) -> None:
+        self._failure = ""
+        self._remark = ""
+
+    def failure(self, text: str) -> None:
+        self._failure = text
+
+    def remark(self, text: str) -> None:
+        if not self._remark:
+            self._remark = text
+
+    @property
+    def text(self) -> str:
+        return self._failure or self._remark
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What every loop prompt says around the evidence: the ``header`` (the day's global
+    node, the question with its query time and options), then the numbered notes, then
+    the question again — small models answer what they read last."""
+
+    header: str
+    question: str
+    options: str
+
+    def messages(self, system: str, notes: str, tail: str = "") -> list[dict]:
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": f"{self.header}{notes}\n\nQuestion: {self.question}"
+                                            f"{self.options}{tail}"}]
+
+    def with_notes(self, system: str, packed: list[Packed], tail: str = "") -> list[dict]:
+        return self.messages(system, numbered_notes(packed), tail)
+
+
+@dataclass
+class Run:
+    """One question being answered: what every step reads (``opts`` with ``top_n``,
+    ``pyramid`` and ``frames`` resolved) and the state the rounds build up — the
+    :class:`~edge.answer.evidence.Evidence`, the :class:`Note` and the queries ``tried``
+    (lowercased). ``budget``: tokens of evidence one prompt may hold."""
+
+    memory: Memory
+    solver: object
+    embedder: object
+    usage: object
+    opts: AskOptions
+    question: str
+    asked_at: str
+    scope: TimeWindow
+    prompt: Prompt
+    budget: int
+    progress: Callable[[str], None]
+    started: float
+    usage_mark: int = 0
+    note: Note = field(default_factory=Note)
+    evidence: Evidence = field(default_factory=Evidence)
+    tried: set[str] = field(default_factory=set)
+
+    def say(self, round_no: int, line: str) -> None:
+        """Report progress within a round (``round 2/5: …``)."""
+        self.progress(f"round {round_no}/{self.opts.max_rounds}: {line}")
+
+    def pack(self, view: str) -> list[Packed]:
+        """:meth:`Evidence.pack` into this question's budget."""
+        return self.evidence.pack(self.solver, self.budget, anchor_tokens=self.opts.anchor_tokens,
+                                  neighbor_tokens=self.opts.neighbor_tokens, view=view)
+
+
+def start(memory: Memory, hub, question: str, opts: AskOptions,
+          on_progress: Callable[[str], None] | None) -> Run:
+    """Check the question against the memory, fix its scope, load the solver and frame
+    its prompts. Raises :class:`AskError` (see :func:`edge.answer.ask`) or ``ValueError``
+    for unknown options."""
+    opts.check()
+    started = time.perf_counter()
+    question = question.strip()
+    if not question:
+        raise AskError("the question is empty")
+    stats = memory.stats()
+    if stats["clips"] == 0:
+        raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
+                       "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
+    asked_at = time_label(opts.at, "now")
+    if opts.at is not None and memory.count_clips(before=opts.at) == 0:
+        first, last = (format_moment(t, *day_of(t)) for t in (stats["first"], stats["last"]))
+        raise AskError(f"nothing in memory ends before the question time {asked_at}; the "
+                       f"memory covers {first} to {last}. Use a later --at (same form).")
+    scope, remark = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window)
+    if opts.pyramid is None:
+        opts = replace(opts, pyramid=memory.has_facts())
+    mark = hub.usage.mark()
+    embedder, solver = hub.embedder, hub.llm("solver")
+    opts = _fit_to_solver(opts, solver)
+    options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+    context = global_context(memory, scope, solver) if opts.pyramid else ""
+    prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\nNotes:\n",
+                    question, options)
+    budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_PROMPT)
+              - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
+              - PROMPT_SLACK_TOKENS)
+    run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
+              budget, on_progress or (lambda _line: None), started, mark)
+    run.note.remark(remark)
+    return run
+
+
+def _fit_to_solver(opts: AskOptions, solver) -> AskOptions:
+    """``top_n`` and ``frames`` resolved for ``solver``; :class:`AskError` when frames are
+    asked of a solver that does not take them."""
+    top_n = opts.top_n if opts.top_n is not None else (10 if solver.n_ctx >= 16384 else 5)
+    takes_frames = bool(getattr(solver, "accepts_frames", False))
+    if opts.frames and not takes_frames:
+        raise AskError("the solver does not take frames: use a VLM solver whose backend "
+                       "allows them (allow_frames = true for that role), or drop --frames")
+    frames = takes_frames if opts.frames is None else opts.frames
+    return replace(opts, top_n=top_n, frames=frames)

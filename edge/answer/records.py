@@ -1,0 +1,145 @@
+"""What :func:`edge.answer.ask` returns: the :class:`Answer` with its :class:`Moment` s and
+one :class:`Round` per round. The JSON of ``edge ask --json`` is :meth:`Answer.as_dict`.
+
+The dict-shaped fields are typed dicts (plain dicts at run time, so they serialize as
+they are and readers index them by key): the solver's replies as their JSON schemas in
+:mod:`edge.prompts` define them, plus what the loop adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, TypedDict
+
+Role = Literal["anchor", "neighbor", "linked"]
+"""Why a clip is evidence: retrieved (anchor clip), inside an anchor's neighbor window Δ
+(neighbor), or the clip of a fact kept by PyraVid pruning (linked)."""
+
+
+class AnchorHit(TypedDict):
+    """An anchor clip of a round: ``score`` rounded to 4 places (cosine −1…1, or an RRF
+    score for hybrid/fused retrieval) and the ``key`` type (or ``bm25``) that ranked it."""
+
+    clip_id: int
+    score: float
+    key: str
+
+
+class OfferedFact(TypedDict):
+    """A fact node offered to PyraVid pruning (:class:`edge.expansion.Candidate`)."""
+
+    fact_id: int
+    clip_id: int
+    via: str
+
+
+class Expansion(TypedDict, total=False):
+    """PyraVid §3.3 expansion of a round: the facts ``offered`` to pruning and the fact ids
+    ``kept``; empty when the pyramid is off."""
+
+    offered: list[OfferedFact]
+    kept: list[int]
+
+
+class Decision(TypedDict, total=False):
+    """A round's decision (``SUFFICIENCY_SCHEMA``; ``SOLVER_SCHEMA`` or a choice schema in
+    ``loop="single"``, which adds ``answer``, ``cited`` note numbers, ``reason`` for a
+    multiple-choice question and ``cited_clips``: the cited notes as clip ids)."""
+
+    sufficient: bool
+    search: str
+    answer: str
+    reason: str
+    cited: list[int]
+    cited_clips: list[int]
+
+
+class FinalReply(TypedDict, total=False):
+    """The final answer call's reply (``ANSWER_SCHEMA`` or a choice schema) plus
+    ``cited_clips``: the cited note numbers as clip ids."""
+
+    answer: str
+    reason: str
+    cited: list[int]
+    cited_clips: list[int]
+
+
+class Scope(TypedDict):
+    """The time window searched: clips ending in ``(start, end]`` (timeline seconds;
+    ``None`` = open) and its ``label`` in words (``""`` for everything before ``end``)."""
+
+    label: str
+    start: float | None
+    end: float | None
+
+
+class Choices(TypedDict):
+    """``Answer.extra`` of a multiple-choice question: letter → option, and the reason."""
+
+    choices: dict[str, str]
+    reason: str
+
+
+@dataclass
+class Moment:
+    """A clip shown with the answer. ``role``: anchor (retrieved), neighbor (±Δ) or linked
+    (a kept pyramid fact's clip); ``cited``: the solver said it relied on it. Times are
+    timeline seconds; ``score`` as in :class:`AnchorHit` (``None`` for neighbors)."""
+
+    clip_id: int
+    when: str
+    t_start: float
+    t_end: float
+    caption: str
+    transcript: str
+    keyframes: list[str]
+    role: Role
+    score: float | None
+    round: int
+    cited: bool = False
+    matched: str = ""  # for anchors: the key type (or "bm25") that ranked it highest
+    evidence: str = ""  # what neighbor filtering kept for this anchor's neighborhood
+
+
+@dataclass
+class Round:
+    """One round of the loop (MERIT Appendix 0.A): its search ``queries`` (``query`` is the
+    first), the ``anchors`` found, the clip ids whose ``evidence`` the solver read, what
+    neighbor filtering kept per new anchor clip id (``filtered``), the PyraVid expansion
+    and the solver's ``decision`` (``None`` in the last merit round or when it failed)."""
+
+    round: int
+    query: str
+    anchors: list[AnchorHit]
+    evidence: list[int]
+    decision: Decision | None
+    queries: list[str] = field(default_factory=list)
+    filtered: dict[int, str] = field(default_factory=dict)
+    expanded: Expansion = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    """The result of :func:`edge.answer.ask`. ``moments``: cited clips first, then the
+    other anchors (and linked clips) by priority. ``note``: why the answer is degraded or
+    what was searched instead, else ``""``. ``usage``: the hub's call and token summary
+    for this question. ``evidence_count``: notes the answering call read."""
+
+    question: str
+    asked_at: str
+    answer: str
+    sufficient: bool
+    moments: list[Moment]
+    rounds: list[Round]
+    usage: dict
+    seconds: float
+    note: str = ""
+    evidence_count: int = 0
+    extra: Choices | dict = field(default_factory=dict)
+    scope: Scope | dict = field(default_factory=dict)
+    sub_queries: list[str] = field(default_factory=list)
+    final: FinalReply | None = None
+
+    def as_dict(self) -> dict:
+        """Everything as JSON-ready values, field by field (``edge ask --json``)."""
+        return asdict(self)

@@ -1,0 +1,182 @@
+"""The steps of the agent loop (MERIT Appendix 0.A), one function each; every step reads
+and extends the :class:`~edge.answer.question.Run` of the question.
+
+Solver calls: :func:`decompose` 1 (optional), per round :func:`filter_neighbors` 1,
+:func:`expand` 1 (with a pyramid) and :func:`decide` 1 (not in the last merit round),
+then :func:`answer` 1 — each may repair its reply once inside the backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge.config import frames_dir
+from edge.decompose import decompose as decompose_question
+from edge.expansion import expand_and_prune
+from edge.filtering import filter_neighborhoods
+from edge.prompts import (
+    ANSWER_PROMPT,
+    ANSWER_SCHEMA,
+    SOLVER_PROMPT,
+    SOLVER_SCHEMA,
+    SUFFICIENCY_PROMPT,
+    SUFFICIENCY_SCHEMA,
+    choice_schema,
+)
+from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors, multi_query_retrieve
+from models.llm import ContextOverflowError, LLMOutputError
+
+from .evidence import Packed, cited_clips, numbered_notes
+from .question import Run
+from .records import AnchorHit, Decision, Expansion, FinalReply
+
+SUFFICIENCY_TOKENS = 80
+"""Reply budget of the sufficiency call (a boolean and a short query)."""
+
+
+def decompose(run: Run) -> list[str]:
+    """MARQUIS §3.1 sub-queries of the question (one solver call) when
+    ``opts.decompose``; else ``[]``."""
+    if not run.opts.decompose:
+        return []
+    run.progress("splitting the question into search phrases")
+    return decompose_question(run.solver, run.question, choices=run.opts.choices)
+
+
+def retrieve(run: Run, round_no: int, queries: list[str]
+             ) -> tuple[list[ScoredClip], list[Neighborhood], list[np.ndarray]]:
+    """The round's top-N anchor clips for ``queries`` inside the time scope (max-sim over
+    keys, MERIT Eq. 6–7, fused by RRF with BM25 when hybrid) with their ±Δ neighbors
+    (Eq. 8; none after the query time), and the queries' 384-d unit vectors."""
+    o = run.opts
+    run.say(round_no, f"searching {queries[0]!r}"
+            + (f" and {len(queries) - 1} sub-queries" if len(queries) > 1 else ""))
+    vecs = list(run.embedder.embed(queries)) if len(queries) > 1 else [
+        run.embedder.embed_one(queries[0])]
+    anchors = multi_query_retrieve(
+        run.memory, queries, vecs, top_n=o.top_n, key_types=o.key_types,
+        lexical=o.retrieval == "hybrid", fusion=o.fusion, k=o.rrf_k,
+        before=run.scope.end, after=run.scope.start)
+    hoods = expand_neighbors(run.memory, anchors, o.delta, before=o.at)
+    return anchors, hoods, vecs
+
+
+def anchor_hits(anchors: list[ScoredClip]) -> list[AnchorHit]:
+    """The anchors as a round records them (scores rounded to 4 places)."""
+    return [{"clip_id": a.clip_id, "score": round(a.score, 4), "key": a.key_type}
+            for a in anchors]
+
+
+def filter_neighbors(run: Run, round_no: int, hoods: list[Neighborhood]) -> dict[int, str]:
+    """MERIT neighbor filtering (Eq. 9) of the anchors not filtered before: one batched
+    solver call; what it keeps per anchor clip id (``""``: nothing relevant), also added
+    to the evidence. When the call fails the anchors' raw captions stand in, with a note.
+    ``{}`` without filtering or new anchors."""
+    if not run.opts.filtering:
+        return {}
+    new = [h for h in hoods if h.anchor.id not in run.evidence.filtered]
+    if not new:
+        return {}
+    run.say(round_no, f"filtering {len(new)} neighborhood(s)")
+    try:
+        kept = filter_neighborhoods(run.solver, run.question, new)
+    except (LLMOutputError, ContextOverflowError) as e:
+        run.note.failure(f"neighbor filtering failed ({e}); raw captions were used")
+        kept = {h.anchor.id: " ".join(h.anchor.caption.split()) for h in new}
+    run.evidence.filtered.update(kept)
+    return kept
+
+
+def expand(run: Run, round_no: int, query_vec: np.ndarray,
+           anchors: list[ScoredClip]) -> Expansion:
+    """PyraVid §3.3 expansion over the pyramid from the round's first query vector and
+    anchors, then one pruning call; the kept facts join the evidence (their clips as
+    linked clips, ranked after the top-N anchors). ``{}`` without a pyramid."""
+    if not run.opts.pyramid:
+        return {}
+    run.say(round_no, "expanding over the pyramid")
+    ev = run.evidence
+    pool, kept, remark = expand_and_prune(
+        run.memory, run.solver, run.question, query_vec, [a.clip_id for a in anchors],
+        before=run.scope.end, after=run.scope.start, exclude_facts=ev.offered)
+    run.note.remark(remark)
+    ev.offered.update(c.fact_id for c in pool)
+    clips = run.memory.clips([c.clip_id for c in kept if c.clip_id not in ev.items])
+    ev.add_facts(round_no, kept, clips, first_rank=run.opts.top_n)
+    return {"offered": [{"fact_id": c.fact_id, "clip_id": c.clip_id, "via": c.via}
+                        for c in pool],
+            "kept": [c.fact_id for c in kept]}
+
+
+def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
+    """The solver's decision on the round's evidence, or ``None`` (with a note) when the
+    call fails. ``loop="merit"``: the sufficiency call — enough, else the next search
+    query, shown the queries tried. ``loop="single"``: one call answers and decides; its
+    cited note numbers are also given as ``cited_clips``."""
+    o = run.opts
+    if o.loop == "merit":
+        run.say(round_no, f"checking {len(packed)} note(s)")
+        tried = "; ".join(sorted(run.tried))
+        try:
+            return run.solver.chat_json(
+                run.prompt.messages(SUFFICIENCY_PROMPT, numbered_notes(packed) or "(none)",
+                                    f"\n\nQueries already tried: {tried}"),
+                role="solver", schema=SUFFICIENCY_SCHEMA, max_tokens=SUFFICIENCY_TOKENS)
+        except (LLMOutputError, ContextOverflowError) as e:
+            run.note.failure(f"the sufficiency check failed ({e}); answering with what was found")
+            return None
+    run.say(round_no, f"the solver reads {len(packed)} note(s)")
+    schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
+    try:
+        decision = run.solver.chat_json(run.prompt.with_notes(SOLVER_PROMPT, packed),
+                                        role="solver", schema=schema,
+                                        max_tokens=o.answer_tokens)
+    except (LLMOutputError, ContextOverflowError) as e:
+        run.note.failure(f"the solver's reply was unusable ({e}); showing the retrieved evidence")
+        return None
+    return {**decision, "cited_clips": cited_clips(decision, packed)}  # clips, not numbers
+
+
+def next_queries(decision: Decision | None, tried: set[str]) -> list[str]:
+    """The next round's query: the decision's ``search`` when it is insufficient and
+    names a query not tried yet; ``[]`` ends the loop."""
+    if decision is None or decision["sufficient"]:
+        return []
+    nxt = " ".join(decision.get("search", "").split())
+    if not nxt or nxt.lower() in tried:
+        return []
+    return [nxt]
+
+
+def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Packed]]:
+    """The final answer call of ``loop="merit"`` over the last round's evidence (the raw
+    captions, with a note, when filtering kept nothing), with the anchors' keyframes when
+    ``opts.frames`` (text only, with a note, when they overflow the context). Returns the
+    reply with ``cited_clips`` (``None`` and a note when it failed) and the evidence read."""
+    if not packed:  # filtering kept nothing: read the raw captions rather than nothing
+        run.note.remark("neighbor filtering found nothing relevant; the answer reads the "
+                        "raw captions")
+        packed = run.pack("raw")
+    run.progress(f"answering from {len(packed)} note(s)")
+    o = run.opts
+    msgs = run.prompt.with_notes(ANSWER_PROMPT, packed)
+    if o.frames:
+        msgs[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"]},
+                               *run.evidence.frame_parts(frames_dir(run.memory.path))]
+    schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
+    try:
+        try:
+            final = run.solver.chat_json(msgs, role="solver", schema=schema,
+                                         max_tokens=o.answer_tokens)
+        except ContextOverflowError:
+            if not o.frames:
+                raise
+            run.note.failure("the keyframes did not fit the solver's context; answered from text")
+            final = run.solver.chat_json(run.prompt.with_notes(ANSWER_PROMPT, packed),
+                                         role="solver", schema=schema,
+                                         max_tokens=o.answer_tokens)
+    except (LLMOutputError, ContextOverflowError) as e:
+        run.note.failure(f"the solver's answer was unusable ({e}); showing the retrieved "
+                         "evidence")
+        return None, packed
+    return {**final, "cited_clips": cited_clips(final, packed)}, packed
