@@ -14,29 +14,32 @@ from edge.cli.options import State, json_option, memory_options, open_memory
 
 def parse_size(value: str | None, name: str) -> int | None:
     """A size option (``500MB``, ``2GB``) in bytes; None for ``none``/``off``/``0``."""
-    from humanfriendly import InvalidSize
-    from humanfriendly import parse_size as parse
+    from humanfriendly import InvalidSize, parse_size
 
-    if value is None or value.lower() in ("none", "off", "0"):
-        return None
-    try:
-        return int(parse(value))
-    except InvalidSize:
-        raise click.BadParameter(f"{value!r} is not a size; write e.g. 500MB, 2GB or 1.5GiB",
-                                 param_hint=name) from None
+    got = _parse(value, name, parse_size, InvalidSize, ("none", "off", "0"),
+                 "a size; write e.g. 500MB, 2GB or 1.5GiB")
+    return None if got is None else int(got)
 
 
 def parse_duration(value: str | None, name: str) -> float | None:
     """A duration option (``90m``, ``7d``) in seconds; None for ``none``/``off``/``forever``."""
     from humanfriendly import InvalidTimespan, parse_timespan
 
-    if value is None or value.lower() in ("none", "off", "forever"):
+    got = _parse(value, name, parse_timespan, InvalidTimespan, ("none", "off", "forever"),
+                 "a duration; write e.g. 90m, 12h or 7d")
+    return None if got is None else float(got)
+
+
+def _parse(value: str | None, name: str, parse, invalid: type[Exception],
+           off: tuple[str, ...], expected: str) -> float | None:
+    """``parse(value)`` (a humanfriendly parser); None for the ``off`` words; a click error
+    saying what was ``expected`` when the parser rejects it."""
+    if value is None or value.lower() in off:
         return None
     try:
-        return float(parse_timespan(value))
-    except InvalidTimespan:
-        raise click.BadParameter(f"{value!r} is not a duration; write e.g. 90m, 12h or 7d",
-                                 param_hint=name) from None
+        return parse(value)
+    except invalid:
+        raise click.BadParameter(f"{value!r} is not {expected}", param_hint=name) from None
 
 
 def source_spec(camera: str | None, url: str | None, watch: Path | None, realtime: bool,

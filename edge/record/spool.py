@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -208,28 +209,29 @@ def plan_retention(clips: list[ClipFile], ingested: set[str], *, now: float,
                 gone.add(c.path)
     if budget is not None:
         used = sum(c.size for c in clips if c.path not in gone)
-        for c in deletable:
-            if used <= budget:
-                break
-            if c.path in gone:
-                continue
-            out.append(Deletion(c, f"raw clips use {_size(used)}, over --raw-budget "
-                                   f"{_size(budget)}"))
-            gone.add(c.path)
-            used -= c.size
+        _free_up(deletable, gone, out, used - budget,
+                 lambda over: f"raw clips use {_size(budget + over)}, over --raw-budget "
+                              f"{_size(budget)}")
     if free is not None and free < min_free:
-        short = min_free - free
-        for c in deletable:
-            if short <= 0:
-                break
-            if c.path in gone:
-                continue
-            out.append(Deletion(c, f"free disk {_size(min_free - short)} is below --min-free "
-                                   f"{_size(min_free)}"))
-            gone.add(c.path)
-            short -= c.size
+        _free_up(deletable, gone, out, min_free - free,
+                 lambda short: f"free disk {_size(min_free - short)} is below --min-free "
+                               f"{_size(min_free)}")
     return out
 
+
+
+def _free_up(deletable: list[ClipFile], gone: set[Path], out: list[Deletion], excess: float,
+             reason: Callable[[float], str]) -> None:
+    """Plan deleting the oldest ``deletable`` clips not yet planned (``gone``) until
+    ``excess`` bytes are freed; ``reason(excess left)`` words each deletion."""
+    for c in deletable:
+        if excess <= 0:
+            break
+        if c.path in gone:
+            continue
+        out.append(Deletion(c, reason(excess)))
+        gone.add(c.path)
+        excess -= c.size
 
 def _size(n: float) -> str:
     from humanfriendly import format_size
