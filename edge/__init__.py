@@ -2,21 +2,27 @@
 
 media → perception → memory → recall → answer. The public API used by the CLI and the TUI:
 :class:`Memory` (the store), :func:`ingest_paths` / :func:`ingest_caption_file` (memory
-construction), :func:`max_sim_retrieve` (MERIT retrieval) and :func:`ask` (the answer loop).
-Nothing here imports Textual.
+construction, both through the one write path :func:`write_clip`), :func:`max_sim_retrieve`
+(MERIT retrieval), :func:`ask` with :class:`AskOptions` (the answer loop) and
+:data:`USER_ERRORS` (what to show as one line). Nothing here imports Textual.
 """
 
-from edge.answer import Answer, AskError, Moment, ask
+from edge.answer import Answer, AskError, AskOptions, Moment, ask
 from edge.captions import ingest_caption_file
+from edge.errors import USER_ERRORS, EdgeError
 from edge.ingest import IngestOptions, IngestReport, ingest_paths
+from edge.memory_writer import write_clip
 from edge.retrieval import ScoredClip, max_sim_retrieve
 from edge.store import KEY_TYPES, Clip, Memory, StoreError
 
 __all__ = [
     "KEY_TYPES",
+    "USER_ERRORS",
     "Answer",
     "AskError",
+    "AskOptions",
     "Clip",
+    "EdgeError",
     "IngestOptions",
     "IngestReport",
     "Memory",
@@ -27,4 +33,5 @@ __all__ = [
     "ingest_caption_file",
     "ingest_paths",
     "max_sim_retrieve",
+    "write_clip",
 ]
