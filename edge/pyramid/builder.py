@@ -125,14 +125,14 @@ class Pyramid:
         clips = list(clips if clips is not None else self.memory.clips_without_global(day))
         k = max(1, self.options.global_every)
         for lo in range(0, len(clips), k):
-            chunk = clips[lo:lo + k]
-            nodes = self.memory.clip_nodes(c.id for c in chunk)
+            batch = clips[lo:lo + k]
+            nodes = self.memory.clip_nodes(c.id for c in batch)
             items = [f"[{format_moment(c.t_start, c.day, c.day_start)}] "
-                     f"{nodes[c.id].summary if c.id in nodes else c.caption}" for c in chunk]
+                     f"{nodes[c.id].summary if c.id in nodes else c.caption}" for c in batch]
             text, origin = self._summarize(day, items)
             self.memory.add_global_version(day=day, text=text, origin=origin,
-                                           clip_ids=[c.id for c in chunk],
-                                           t_upto=max(c.t_end for c in chunk))
+                                           clip_ids=[c.id for c in batch],
+                                           t_upto=max(c.t_end for c in batch))
 
     def _summarize(self, day: str, items: list[str]) -> tuple[str, str]:
         """``(text, origin)`` of the next version of ``day``'s global node (``''``: the
