@@ -83,6 +83,7 @@ class IngestRun:
     media_seconds: float = 0.0
 
     def progress(self, name: str, seconds: float) -> None:
+        """Report a finished stage ``name`` and its wall ``seconds`` to ``on_progress``, if set."""
         if self.on_progress:
             self.on_progress(name, seconds)
 

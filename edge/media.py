@@ -58,6 +58,7 @@ class ClipSpan:
 
     @property
     def duration(self) -> float:
+        """The clip's length in seconds (``end - start``)."""
         return self.end - self.start
 
 

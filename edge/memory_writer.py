@@ -80,6 +80,7 @@ class SourceState:
 
     @property
     def skipped_message(self) -> str:
+        """The message for a skipped source: which stored source has the same content."""
         return f"already in memory: same content as {self.known_as}"
 
 

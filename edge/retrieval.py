@@ -198,6 +198,7 @@ class Neighborhood:
 
     @property
     def clips(self) -> list[Clip]:
+        """The window in timeline order: ``before`` (reversed), the anchor, ``after``."""
         return [*reversed(self.before), self.anchor, *self.after]
 
 

@@ -41,14 +41,19 @@ class Priority(NamedTuple):
 
     @classmethod
     def anchor(cls, round_no: int, rank: int) -> Priority:
+        """An anchor clip: tier 0, ``rank`` its place in round ``round_no``'s top-N."""
         return cls(0, 0, round_no, rank)
 
     @classmethod
     def neighbor(cls, round_no: int, rank: int, distance: int) -> Priority:
+        """A neighbor in the window Δ of the anchor ranked ``rank``: tier 1, ``distance``
+        clips (1…Δ) from it."""
         return cls(1, distance, round_no, rank)
 
     @classmethod
     def linked(cls, round_no: int, rank: int) -> Priority:
+        """A linked clip (reached through a fact node's link): tier 0 like an anchor;
+        ``rank`` is top-N + its rank among the kept facts."""
         return cls(0, 0, round_no, rank)
 
 

@@ -87,14 +87,17 @@ class Note:
         self._remark = ""
 
     def failure(self, text: str) -> None:
+        """Record a failure: it replaces any earlier failure or remark as the note."""
         self._failure = text
 
     def remark(self, text: str) -> None:
+        """Record a remark; kept only if no remark came before and no failure comes."""
         if not self._remark:
             self._remark = text
 
     @property
     def text(self) -> str:
+        """The note: the latest failure, else the first remark, else ``""``."""
         return self._failure or self._remark
 
 
@@ -109,11 +112,14 @@ class Prompt:
     options: str
 
     def messages(self, system: str, notes: str, tail: str = "") -> list[dict]:
+        """Chat messages ``[system, user]``: the user turn is the header, ``notes``, the
+        question with its options, then ``tail`` (a step's own instruction)."""
         return [{"role": "system", "content": system},
                 {"role": "user", "content": f"{self.header}{notes}\n\nQuestion: {self.question}"
                                             f"{self.options}{tail}"}]
 
     def with_notes(self, system: str, packed: list[Packed], tail: str = "") -> list[dict]:
+        """:meth:`messages` with ``packed`` evidence written as numbered notes."""
         return self.messages(system, numbered_notes(packed), tail)
 
 

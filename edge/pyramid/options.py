@@ -55,4 +55,5 @@ class PyramidCounts:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
+        """The counts (and ``seconds`` per stage) as a plain dict, for JSON output."""
         return dict(self.__dict__)
