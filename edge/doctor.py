@@ -138,14 +138,9 @@ def run_checks(hub, memory_path: Path) -> list[Check]:
     """Everything ``edge doctor`` prints, one :class:`Check` per line."""
     checks: list[Check] = []
     try:
-        import apsw
-        import sqlite_vec
+        from edge.store import sqlite_versions
 
-        db = apsw.Connection(":memory:")
-        db.enable_load_extension(True)
-        db.load_extension(sqlite_vec.loadable_path())
-        vv, sv = db.execute("SELECT vec_version(), sqlite_version()").fetchone()
-        db.close()
+        vv, sv = sqlite_versions()
         checks.append(Check("sqlite-vec", True, f"{vv} on SQLite {sv} (apsw)"))
     except Exception as e:
         checks.append(Check("sqlite-vec", False, f"{e.__class__.__name__}: {e}"))

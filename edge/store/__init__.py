@@ -11,7 +11,8 @@ The package, in reading order:
 
 - ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
   GlobalNode, Link).
-- ``schema``: ``connect``, the write transaction, the migrations m001–m004.
+- ``schema``: ``connect``, the write transaction, the migrations m001–m004,
+  ``sqlite_versions`` (for ``edge doctor``).
 - ``memory``: :class:`Memory`, the façade; it inherits the methods below.
 - ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``text`` (BM25),
   ``graph`` (the pyramid), ``accounting`` (calls, runs, stats).
@@ -31,7 +32,7 @@ from edge.store.records import (
     Link,
     Source,
 )
-from edge.store.schema import MIGRATIONS, apply_migrations, connect
+from edge.store.schema import MIGRATIONS, apply_migrations, connect, sqlite_versions
 from edge.store.scope import time_scope
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "StoreError",
     "apply_migrations",
     "connect",
+    "sqlite_versions",
     "time_scope",
     "write_error",
 ]

@@ -242,6 +242,21 @@ def connect(path: Path):
     return db
 
 
+def sqlite_versions() -> tuple[str, str]:
+    """``(sqlite-vec version, SQLite version)`` from a throwaway in-memory connection, for
+    ``edge doctor``. Raises ``ImportError`` when apsw or sqlite-vec is missing and
+    ``apsw.Error`` when the extension does not load."""
+    import apsw
+    import sqlite_vec
+
+    db = apsw.Connection(":memory:")
+    db.enable_load_extension(True)
+    db.load_extension(sqlite_vec.loadable_path())
+    vv, sv = db.execute("SELECT vec_version(), sqlite_version()").fetchone()
+    db.close()
+    return vv, sv
+
+
 
 
 @contextmanager
