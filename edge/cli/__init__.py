@@ -8,6 +8,7 @@
   :mod:`~edge.cli.ask` (ask, chat), :mod:`~edge.cli.stats`, :mod:`~edge.cli.models`
   (models list/recommended/pull, doctor), :mod:`~edge.cli.record` (record, status);
 - :mod:`~edge.cli.render`: everything the commands print.
+- ``__main__``: ``python -m edge.cli``.
 """
 
 from __future__ import annotations

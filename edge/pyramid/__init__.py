@@ -25,6 +25,11 @@ Output discipline: schema-constrained generation, one repair attempt
 (:meth:`models.llm.LlamaCppLLM.chat_json`), then a marked fallback: extractive keys
 (``origin='extractive'``) and facts cut from the caption's sentences (``origin='extractive'``)
 — never a crash, never silently empty.
+
+Modules, in reading order: :mod:`~edge.pyramid.options` (:class:`PyramidOptions`,
+:class:`PyramidCounts`, the usage-meter roles), :mod:`~edge.pyramid.clip_memory` (the
+per-clip call and its fallback), :mod:`~edge.pyramid.builder` (:class:`Pyramid`: relational
+links and global nodes). Import the names from here.
 """
 
 from edge.pyramid.builder import Pyramid, summary_text
