@@ -41,18 +41,19 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         ValueError: an unknown ``retrieval``, ``loop`` or ``fusion``.
         TypeError: an override that is not an :class:`AskOptions` field.
     """
+    # checks, time scope, solver, prompt frame
     run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress)
-    sub_queries = decompose(run)
+    sub_queries = decompose(run)  # MARQUIS §3.1, only with opts.decompose
     queries = [run.question, *sub_queries]
     rounds: list[Round] = []
     packed: list[Packed] = []
-    for r in range(1, run.opts.max_rounds + 1):
+    for r in range(1, run.opts.max_rounds + 1):  # round r ≤ R
         run.tried.update(q.lower() for q in queries)
         anchors, hoods, vecs = retrieve(run, r, queries)  # top-N anchors ± Δ, Eq. 6–8
         filtered = filter_neighbors(run, r, hoods)  # Eq. 9
         run.evidence.add_neighborhoods(r, anchors, hoods)
         expanded = expand(run, r, vecs[0], anchors)  # PyraVid §3.3
-        packed = run.pack("filtered" if run.opts.filtering else "all")
+        packed = run.pack("filtered" if run.opts.filtering else "all")  # into the token budget
         rnd = Round(r, queries[0], anchor_hits(anchors), [p.item.clip.id for p in packed],
                     None, list(queries), filtered, expanded)
         rounds.append(rnd)
@@ -61,10 +62,10 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         rnd.decision = decide(run, r, packed)  # sufficient, else the next query
         queries = next_queries(rnd.decision, run.tried)
         if not queries:
-            break
+            break  # sufficient, failed, or no new query to try
     final = None
     if run.opts.loop == "merit":
-        final, packed = answer(run, packed)
+        final, packed = answer(run, packed)  # one final call, cited; frames if allowed
     return conclude(run, rounds, packed, final, sub_queries)
 
 
