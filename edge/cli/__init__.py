@@ -26,6 +26,8 @@ class _Group(click.Group):
     """Turns the project's expected errors into one clear line and exit code 1."""
 
     def invoke(self, ctx: click.Context):
+        """Run the command; a user error, or an apsw error (said as a memory write error),
+        becomes a ``click.ClickException``."""
         import apsw
 
         try:

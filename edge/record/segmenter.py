@@ -74,6 +74,8 @@ class _ClipWriter:
             self.map[audio.index] = self.out.add_stream_from_template(audio)
 
     def copy(self, pkt) -> None:
+        """Stream-copy one packet, its timestamps shifted so the clip starts at 0; a
+        packet from before the cut (negative time) belongs to the previous clip and is dropped."""
         shift = round((self.base + self.offset) / pkt.time_base)
         if pkt.pts is not None:
             pkt.pts -= shift
@@ -86,6 +88,8 @@ class _ClipWriter:
         self.out.mux(pkt)
 
     def encode(self, frame, t: float) -> None:
+        """Re-encode one decoded frame at ``t`` (seconds from the source's first packet) with
+        millisecond timestamps from the clip start; a frame not after the last one is dropped."""
         pts = round((t - self.offset) * 1000)
         if pts <= self.last_pts:
             return
@@ -309,4 +313,5 @@ class _Source:
 
     @property
     def streams(self) -> list:
+        """The streams being recorded: the video and audio that are not ``None``."""
         return [s for s in (self.video, self.audio) if s is not None]
