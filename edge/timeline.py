@@ -148,7 +148,7 @@ def _day_bounds(t: float, offset: int, clock: str) -> tuple[str, float, float]:
 
 def window_from_question(question: str, at: float, clock: str | None = None
                          ) -> TimeWindow | None:
-    """The day / part of day a question names, relative to the question time ``at``.
+    """The day / part of day a question names, relative to the query time ``at``.
 
     Reads "yesterday", "last night", "this morning", "today", "yesterday afternoon",
     "DAY2 evening", "around noon", "in the evening" (parts of day: :data:`PARTS_OF_DAY`);
