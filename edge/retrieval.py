@@ -108,7 +108,8 @@ def fuse(
       it appears in). Use these only on comparable scores (e.g. cosine from sub-queries).
 
     Ties break by clip id. ``key_type`` of the result is the ``key_type`` of the entry that
-    contributed the most to it (e.g. ``event`` or ``bm25``).
+    contributed the most to it (e.g. ``event`` or ``bm25``). Raises ``ValueError`` for a
+    ``method`` not in :data:`FUSIONS` or ``weights`` not one per list.
     """
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")

@@ -21,7 +21,8 @@ REMOTE_BACKEND = "openai"
 
 
 def default_threads() -> int:
-    """CPU threads per model: ``EDGE_THREADS`` or 2 (the edge budget), never more than the cores."""
+    """CPU threads per model: ``EDGE_THREADS`` or 2 (the edge budget), never more than the cores.
+    Raises :class:`ConfigError` when ``EDGE_THREADS`` is not a whole number ≥ 1."""
     env = os.environ.get("EDGE_THREADS")
     if env:
         if not env.strip().isdigit() or int(env) < 1:

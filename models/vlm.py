@@ -59,7 +59,9 @@ class FrameBudget:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> FrameBudget:
-        """Read ``max_frames`` / ``image_max_side`` / ``jpeg_quality`` from manifest options."""
+        """Read ``max_frames`` / ``image_max_side`` / ``jpeg_quality`` / ``transcript_chars``
+        from manifest options. Raises ``ValueError`` for ``max_frames`` < 1,
+        ``image_max_side`` < 16 or ``jpeg_quality`` outside 1–100."""
         b = cls(int(options.get("max_frames", cls.max_frames)),
                 int(options.get("image_max_side", cls.image_max_side)),
                 int(options.get("jpeg_quality", cls.jpeg_quality)),
@@ -84,7 +86,8 @@ def pick_frames(frames: list[Frame], n: int) -> list[Frame]:
 
 def image_data_url(image: np.ndarray, max_side: int, quality: int = 85) -> str:
     """A BGR uint8 frame (H×W×3) as a ``data:image/jpeg;base64,...`` URL, longer side ≤
-    ``max_side`` pixels (aspect ratio kept; area interpolation)."""
+    ``max_side`` pixels (aspect ratio kept; area interpolation). Raises ``ValueError`` when
+    the frame cannot be JPEG-encoded."""
     import cv2
 
     h, w = image.shape[:2]

@@ -144,7 +144,7 @@ class Evidence:
 
         ``view``: ``all`` — every clip, a clip with kept facts read as its facts; ``filtered``
         — only anchors whose filtering kept something (as that text) and linked clips;
-        ``raw`` — every clip as its caption.
+        ``raw`` — every clip as its caption. Raises ``ValueError`` for another ``view``.
         """
         if view not in ("all", "filtered", "raw"):
             raise ValueError(f"unknown view {view!r}; use all, filtered or raw")

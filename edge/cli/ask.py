@@ -21,7 +21,8 @@ from edge.cli.options import (
 
 
 def parse_key_types(key_types: str) -> tuple[str, ...]:
-    """``--keys``: the comma-separated vector types, each once, in the order given."""
+    """``--keys``: the comma-separated vector types, each once, in the order given.
+    Raises ``click.BadParameter`` for none or an unknown type."""
     from edge.store import INDEX_TYPES
 
     keys = tuple(dict.fromkeys(k.strip() for k in key_types.split(",") if k.strip()))
@@ -31,7 +32,9 @@ def parse_key_types(key_types: str) -> tuple[str, ...]:
 
 
 def parse_window(from_: str | None, to: str | None):
-    """``--from``/``--to``: the :class:`edge.timeline.TimeWindow` to search, or None."""
+    """``--from``/``--to``: the :class:`edge.timeline.TimeWindow` to search, or None.
+    Raises :class:`~edge.errors.TimeParseError` for a moment it cannot read and
+    ``click.BadParameter`` when ``--from`` is not before ``--to``."""
     from edge.timeline import TimeWindow, parse_moment
 
     if not (from_ or to):

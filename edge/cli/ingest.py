@@ -75,7 +75,8 @@ def make_pyramid(memory, hub, pyramid: bool, links: bool, max_candidates: int,
 
 def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float) -> None:
     """Refuse what ``edge ingest`` cannot do, before a memory is created: a missing path,
-    ``--audio`` with anything but one video, folders without a media file."""
+    ``--audio`` with anything but one video, ``--audio-offset`` without ``--audio``, folders
+    without a media file; each raises ``click.ClickException``."""
     for p in paths:
         if not p.exists():
             raise click.ClickException(f"{p}: no such file or folder")

@@ -45,7 +45,9 @@ def _parse(value: str | None, name: str, parse, invalid: type[Exception],
 def source_spec(camera: str | None, url: str | None, watch: Path | None, realtime: bool,
                 speed: float):
     """The one source ``--camera``, ``--url`` or ``--watch`` names, as a
-    :class:`edge.record.SourceSpec`."""
+    :class:`edge.record.SourceSpec`. Raises ``click.UsageError`` for none or several sources
+    and for ``--realtime`` without ``--url FILE``, ``click.BadParameter`` for a missing
+    folder or file."""
     from edge.record import SourceSpec
 
     given = [x for x in (camera, url, watch) if x is not None]
