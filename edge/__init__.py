@@ -2,9 +2,10 @@
 
 media → perception → memory → recall → answer. The public API used by the CLI and the TUI:
 :class:`Memory` (the store), :func:`ingest_paths` / :func:`ingest_caption_file` (memory
-construction, both through the one write path :func:`write_clip`), :func:`max_sim_retrieve`
-(MERIT retrieval), :func:`ask` with :class:`AskOptions` (the answer loop) and
-:data:`USER_ERRORS` (what to show as one line). Nothing here imports Textual.
+construction, both through the memory writer: :func:`write_clip`, or
+:func:`edge.memory_writer.write_clips` for caption batches without a pyramid),
+:func:`max_sim_retrieve` (MERIT retrieval), :func:`ask` with :class:`AskOptions` (the answer
+loop) and :data:`USER_ERRORS` (what to show as one line). Nothing here imports Textual.
 """
 
 from edge.answer import Answer, AskError, AskOptions, Moment, ask
