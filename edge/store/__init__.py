@@ -19,7 +19,7 @@ The package, in reading order:
 """
 
 from edge.errors import StoreError
-from edge.store.memory import Memory, write_error
+from edge.store.memory import Memory, same_file, write_error
 from edge.store.records import (
     EMBED_DIM,
     INDEX_TYPES,
@@ -49,6 +49,7 @@ __all__ = [
     "StoreError",
     "apply_migrations",
     "connect",
+    "same_file",
     "time_scope",
     "write_error",
 ]
