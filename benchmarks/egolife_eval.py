@@ -64,6 +64,12 @@ def query_time(q: dict) -> float:
     return day_clock(day, egolife_time(q["query_time"]["time"]))
 
 
+def target_clip_ids(q: dict, id_of: dict[int, int]) -> list[int]:
+    """The memory clip ids of the question's target clips (``target_clips`` holds caption
+    record indices; ``id_of`` maps an index to its clip id)."""
+    return [id_of[t] for t in q["target_clips"]]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=Path,
@@ -129,7 +135,7 @@ def main() -> int:
                 hits[d] += hit
                 all_hits[d] += every
             qid = q["ID"]
-            qrels += [ir_measures.Qrel(qid, str(id_of[t]), 1) for t in targets]
+            qrels += [ir_measures.Qrel(qid, str(cid), 1) for cid in target_clip_ids(q, id_of)]
             run += [ir_measures.ScoredDoc(qid, str(s.clip_id), float(s.score))
                     for s in ranked]
         agg = ir_measures.calc_aggregate([R @ 5, R @ 10, nDCG @ 10], qrels, run)
