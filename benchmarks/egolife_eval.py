@@ -13,6 +13,8 @@ Retrieval metrics (seconds per configuration; ``hybrid+decomp`` needs the solver
 - hit rate@Δ (MERIT): a target clip lies inside the retrieved anchors widened by ±Δ clips;
 - all-targets: every target clip inside that window;
 - R@5, R@10, nDCG@10 of the anchors against the target clips (``ir-measures``).
+A question whose target clips are not all in the memory (a partial one) is skipped for
+these and for hit/all when answering; the count of skipped questions is printed.
 Answering (``--answer``, slow on CPU): for each configuration and each ``--delta``:
 accuracy on the choices, hit@Δ2 / all@Δ2 over every round's anchors, rounds, LLM calls,
 tokens in/out per question and seconds (median).
@@ -64,6 +66,15 @@ def query_time(q: dict) -> float:
     return day_clock(day, egolife_time(q["query_time"]["time"]))
 
 
+def target_clip_ids(q: dict, id_of: dict[int, int]) -> list[int] | None:
+    """The memory clip ids of the question's target clips (``target_clips`` holds caption
+    record indices; ``id_of`` maps an index to its clip id); None when one of them is not in
+    the memory (a partial one): the question cannot be scored for hits or recall."""
+    if any(t not in id_of for t in q["target_clips"]):
+        return None
+    return [id_of[t] for t in q["target_clips"]]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=Path,
@@ -99,20 +110,25 @@ def main() -> int:
     idx_of = memory.clip_index_map(source.id)
     id_of = {v: k for k, v in idx_of.items()}
 
-    out: dict = {"questions": len(questions), "top_n": args.top_n, "retrieval": {},
-                 "answering": {}}
+    scored = [q for q in questions if target_clip_ids(q, id_of) is not None]
+    skipped = len(questions) - len(scored)
+    if skipped:
+        print(f"skipped {skipped} of {len(questions)} question(s) for the hit/recall metrics: "
+              f"a target clip is not in the memory {args.memory}", file=sys.stderr)
+    out: dict = {"questions": len(questions), "skipped": skipped, "top_n": args.top_n,
+                 "retrieval": {}, "answering": {}}
     rows = []
     def window_hits(anchor_idx: list[int], targets: set[int], d: int) -> tuple[bool, bool]:
         window = {a + off for a in anchor_idx for off in range(-d, d + 1)}
         return bool(targets & window), targets <= window
 
-    for name in args.retrieval_configs:
+    for name in args.retrieval_configs if scored else []:
         cfg = CONFIGS[name]
         hits = {d: 0 for d in DELTAS}
         all_hits = {d: 0 for d in DELTAS}
         run, qrels = [], []
         t0 = time.perf_counter()
-        for q in questions:
+        for q in scored:
             at = query_time(q)
             queries = [q["question"]]
             if cfg.get("decompose"):
@@ -129,11 +145,11 @@ def main() -> int:
                 hits[d] += hit
                 all_hits[d] += every
             qid = q["ID"]
-            qrels += [ir_measures.Qrel(qid, str(id_of[t]), 1) for t in targets]
+            qrels += [ir_measures.Qrel(qid, str(cid), 1) for cid in target_clip_ids(q, id_of)]
             run += [ir_measures.ScoredDoc(qid, str(s.clip_id), float(s.score))
                     for s in ranked]
         agg = ir_measures.calc_aggregate([R @ 5, R @ 10, nDCG @ 10], qrels, run)
-        n = len(questions)
+        n = len(scored)
         res = {f"hit@Δ{d}": round(hits[d] / n, 3) for d in DELTAS}
         res.update({f"all@Δ{d}": round(all_hits[d] / n, 3) for d in DELTAS})
         res.update({"R@5": round(agg[R @ 5], 3), "R@10": round(agg[R @ 10], 3),
@@ -142,7 +158,7 @@ def main() -> int:
         out["retrieval"][name] = res
         rows.append((name, res))
 
-    print(f"Retrieval, {len(questions)} questions, top-{args.top_n} anchors "
+    print(f"Retrieval, {len(scored)} questions ({skipped} skipped), top-{args.top_n} anchors "
           "(hit/all = a / every target clip inside anchors ± Δ):\n")
     print("| config | hit Δ0 | hit Δ1 | hit Δ2 | hit Δ4 | all Δ2 | R@5 | R@10 | nDCG@10 "
           "| ms/query |")
@@ -168,10 +184,11 @@ def main() -> int:
                           choices=choices)
                 u = hub.usage.summary(mark)["llm"]
                 correct += res.answer == q["answer"]
-                seen = [idx_of[a["clip_id"]] for r in res.rounds for a in r.anchors]
-                hit, every = window_hits(seen, set(q["target_clips"]), 2)
-                hit2 += hit
-                all2 += every
+                if target_clip_ids(q, id_of) is not None:
+                    seen = [idx_of[a["clip_id"]] for r in res.rounds for a in r.anchors]
+                    hit, every = window_hits(seen, set(q["target_clips"]), 2)
+                    hit2 += hit
+                    all2 += every
                 rounds.append(len(res.rounds))
                 calls.append(u["calls"])
                 tin.append(u["tokens_in"])
@@ -180,10 +197,12 @@ def main() -> int:
                 print(f"  {label} {q['ID']}: {res.answer} (truth {q['answer']}) "
                       f"{len(res.rounds)} rounds {u['calls']} calls {res.seconds:.0f} s",
                       file=sys.stderr, flush=True)
-            n = len(questions)
+            n, m = len(questions), len(scored)
             out["answering"][label] = {
-                "accuracy": round(correct / n, 3), "hit@Δ2": round(hit2 / n, 3),
-                "all@Δ2": round(all2 / n, 3), "rounds_mean": round(statistics.mean(rounds), 2),
+                "accuracy": round(correct / n, 3),
+                "hit@Δ2": round(hit2 / m, 3) if m else None,
+                "all@Δ2": round(all2 / m, 3) if m else None,
+                "rounds_mean": round(statistics.mean(rounds), 2),
                 "calls_mean": round(statistics.mean(calls), 2),
                 "tokens_in_mean": round(statistics.mean(tin)),
                 "tokens_out_mean": round(statistics.mean(tout)),

@@ -29,8 +29,8 @@ def test_help_lists_the_commands(run):
     out = run("--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == [
-        "ask", "chat", "doctor", "ingest", "ingest-captions", "models", "record", "stats",
-        "status"]
+        "ask", "backup", "chat", "doctor", "ingest", "ingest-captions", "models", "record",
+        "stats", "status"]
     out = run("models", "--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == ["list", "pull",
@@ -176,3 +176,23 @@ def test_status_ages_are_whole_seconds():
 
     assert ago(time.time() - 860.06) == "14 minutes and 20 seconds ago"
     assert ago(None) == "-"
+
+
+def test_the_readme_names_a_broken_file_with_the_word_ingest_prints():
+    """``edge ingest`` marks a file it cannot read ``! failed``; the README says the same."""
+    import re
+    from types import SimpleNamespace
+
+    from edge.cli import render
+    from edge.memory_writer import SourceResult
+
+    report = SimpleNamespace(
+        results=[SourceResult("broken.mp4", "failed", message="empty file")], media_seconds=0,
+        usage={"llm": {"calls": 0, "tokens_in": 0, "tokens_out": 0}}, clips_added=0,
+        seconds=0.1)
+    lines = render.ingest_lines(report, ROOT / "m.db", {"clips": 0, "hours": 0.0})
+    printed = lines[0].split()[1]
+    assert (lines[0].split()[0], printed) == ("!", "failed")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"A broken file is listed as `?(\w+)`?", readme).group(1)
+    assert said == printed

@@ -238,6 +238,33 @@ def test_first_run_says_how_to_ingest_instead_of_failing(tmp_path, hub):
     assert junk.read_text() == "not a database, " * 300
 
 
+def test_f1_help_lists_enter_in_the_chat(tmp_path, hub):
+    """F1 from the chat: the chat's own section names Enter (ask / open the selected
+    moment), not only the generic list keys. No model loads: the memory does not exist."""
+    import io
+
+    from rich.console import Console
+
+    from tui.screens.help import bindings_table
+
+    async def go():
+        app = EdgeApp(tmp_path / "none.db", hub)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("f1")
+            assert isinstance(app.screen, HelpScreen)
+            return app.screen.sections
+
+    sections = run(go())
+    console = Console(file=io.StringIO(), width=120, record=True)
+    console.print(bindings_table(sections))
+    lines = console.export_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["chat"])
+    end = next(i for i, line in enumerate(lines) if line.split()[:1] == ["timeline"])
+    enter = [line for line in lines[start:end] if " enter " in line]
+    assert len(enter) == 1, lines[start:end]
+    assert "ask (question box) / open the selected moment (evidence)" in enter[0]
+
+
 @pytest.mark.slow  # the day memory is built with the real embedder
 def test_status_bar_names_memory_clips_hours_profile_and_models(day, hub):
     path, _ = day

@@ -143,7 +143,9 @@ class EdgeApp(App):
             return
         self.push_screen(HelpScreen([
             ("everywhere", self.BINDINGS),
-            ("chat", ChatScreen.BINDINGS),
+            ("chat", [*ChatScreen.BINDINGS,
+                      Binding("enter", "", "ask (question box) / open the selected moment "
+                                           "(evidence)")]),
             ("timeline", TimelineScreen.BINDINGS),
             ("clip", ClipScreen.BINDINGS),
             ("lists", [Binding("up,down", "", "move"),

@@ -174,6 +174,26 @@ def stats_lines(s: dict, memory_path: Path) -> list[str]:
     return lines
 
 
+# ---- backup -------------------------------------------------------------------------------
+
+def backup_lines(memory_path: Path, dest: Path, clips: int,
+                 frames: tuple[int, int] | None) -> list[str]:
+    """``edge backup``: what was copied where: the clips and size of the database, then the
+    keyframes (files, bytes) copied beside it."""
+    from humanfriendly import format_size
+
+    from edge.config import frames_dir
+
+    lines = [f"Backed up {memory_path} to {dest}: {clips} clips, "
+             f"{format_size(dest.stat().st_size)}."]
+    if frames is None:
+        lines.append("Keyframes: none (the memory has no keyframes folder).")
+    else:
+        lines.append(f"Keyframes: {frames[0]} files, {format_size(frames[1])} in "
+                     f"{frames_dir(dest)}")
+    return lines
+
+
 # ---- models, doctor -----------------------------------------------------------------------
 
 def role_lines(profile: str, rows: list[dict]) -> list[str]:

@@ -165,7 +165,9 @@ class Pyramid:
 
     def finalize(self) -> None:
         """End of an ingest run: integrate every waiting clip into its day's global node,
-        then refresh the overall node from the days whose node changed since."""
+        then refresh the overall node from the days whose node changed since: those with a
+        version stored after the overall node's (by row id, not by the wall clock, which may
+        step back or differ between machines), so a run that added nothing calls no model."""
         with self.timed("global"):
             days = self.memory.days()
             for day in days:
@@ -175,7 +177,7 @@ class Pyramid:
             fresh = []
             for day in days:
                 node = self.memory.global_node(day)
-                if node is not None and (overall is None or node.updated > overall.updated):
+                if node is not None and (overall is None or node.id > overall.id):
                     fresh.append(node)
             if fresh:
                 text, origin = self._summarize("", [f"{n.day}: {n.text}" for n in fresh])

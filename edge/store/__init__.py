@@ -20,7 +20,7 @@ The package, in reading order:
 """
 
 from edge.errors import StoreError
-from edge.store.memory import Memory, write_error
+from edge.store.memory import Memory, same_file, write_error
 from edge.store.records import (
     EMBED_DIM,
     INDEX_TYPES,
@@ -50,6 +50,7 @@ __all__ = [
     "StoreError",
     "apply_migrations",
     "connect",
+    "same_file",
     "sqlite_versions",
     "time_scope",
     "write_error",

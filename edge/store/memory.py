@@ -5,6 +5,8 @@ sqlite-vec for vectors). Its methods come from the mixins of this package, which
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from edge.errors import StoreError
@@ -23,6 +25,14 @@ def write_error(path: Path, e: Exception) -> StoreError:
     return StoreError(
         f"could not write to the memory {path}: {e}. Check free disk space and that the file "
         "is writable; everything stored before this point is intact.")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (``./m.db`` and ``m.db``, links)."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve():
+        return True
+    return a.exists() and b.exists() and os.path.samefile(a, b)
 
 
 class Memory(ClipStore, VectorIndex, TextIndex, Graph, Accounting):
@@ -83,6 +93,43 @@ class Memory(ClipStore, VectorIndex, TextIndex, Graph, Accounting):
         """Apply pending migrations in order; returns the names applied."""
         return apply_migrations(self.db)
 
+    def backup_to(self, dest: Path) -> int:
+        """Copy this memory, as it is at one moment, into the new file ``dest``; returns the
+        number of clips in the copy.
+
+        SQLite's online backup API copies every page in one step under one read transaction:
+        the copy is consistent and includes what other processes committed that still sits
+        in the WAL (a plain file copy loses it), and writers are not blocked meanwhile. The
+        copy is written to a temporary file beside ``dest`` and renamed, so a failure leaves
+        no ``dest``. The keyframes folder (``<memory>.frames/``) is not copied.
+
+        Raises :class:`StoreError` when ``dest`` is this memory's own file, when ``dest``
+        already exists, or when the copy cannot be written (no such folder, disk full, a
+        read-only folder).
+        """
+        import apsw
+
+        dest = Path(dest)
+        if same_file(dest, self.path):
+            raise StoreError(f"{dest} is the memory itself; back it up to another file")
+        if dest.exists():
+            raise StoreError(f"{dest} already exists; back up to a new file")
+        tmp = None
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial",
+                                        dir=dest.parent)
+            os.close(fd)
+            tmp = Path(name)
+            clips = _copy_database(self.db, tmp)
+            shutil.copymode(self.path, tmp)  # the memory's permissions, not mkstemp's 0600
+            os.replace(tmp, dest)
+        except (apsw.Error, OSError) as e:
+            if tmp is not None:
+                for leftover in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-wal", "-shm"))):
+                    leftover.unlink(missing_ok=True)
+            raise StoreError(f"cannot back up the memory to {dest}: {e}") from None
+        return clips
+
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
@@ -92,3 +139,17 @@ class Memory(ClipStore, VectorIndex, TextIndex, Graph, Accounting):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _copy_database(source, path: Path) -> int:
+    """Copy the ``main`` database of the apsw connection ``source`` into the file ``path``
+    (all pages in one backup step); the number of clips in the copy."""
+    import apsw
+
+    copy = apsw.Connection(str(path))
+    try:
+        with copy.backup("main", source, "main") as b:
+            b.step(-1)
+        return copy.execute("SELECT count(*) FROM clips").fetchone()[0]
+    finally:
+        copy.close()
