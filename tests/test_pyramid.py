@@ -14,6 +14,7 @@ from edge.captions import ingest_caption_file, read_caption_file
 from edge.keys import extractive_keys, split_sentences
 from edge.pyramid import (
     ROLE_CLIP,
+    ROLE_GLOBAL,
     ROLE_LINKS,
     Pyramid,
     PyramidOptions,
@@ -124,48 +125,35 @@ def test_relational_links_induce_weighted_clip_links_and_global_versions_are_sco
     assert stats["global_nodes"]["DAY1"] == {"versions": 2, "clips": 3}
 
 
-class _GlobalLLM:
-    """A stand-in memory LLM for the global-node calls alone (the real one is exercised by
-    the ``day_pyramid`` tests): it counts them and answers a fixed summary."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.llm = lambda role: self
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return text
-
-    def chat(self, messages, **kwargs):
-        from types import SimpleNamespace
-
-        self.calls += 1
-        return SimpleNamespace(text="They assembled the hard drives and talked about lunch.")
-
-
-def test_a_run_that_adds_nothing_makes_no_global_calls(memory, monkeypatch):
+@pytest.mark.slow
+def test_a_run_that_adds_nothing_makes_no_global_calls(memory, hub, monkeypatch):
     import time
 
+    def global_calls() -> int:
+        return hub.usage.summary(mark)["by_role"].get(ROLE_GLOBAL, {}).get("calls", 0)
+
+    mark = hub.usage.mark()
     add_clips(memory, 3, source="day1", facts=_facts(range(3), 1), finish=True)
     add_clips(memory, 2, source="day2", day="DAY2", t0=90000.0, facts=_facts(range(2), 1),
               finish=True)
-    hub = _GlobalLLM()
-    Pyramid(memory, hub, PyramidOptions(global_every=4)).finalize()
-    assert hub.calls == 3  # DAY1, DAY2, then the overall node
-    Pyramid(memory, hub, PyramidOptions(global_every=4)).finalize()  # a re-run: nothing new
-    assert hub.calls == 3
+    options = PyramidOptions(global_every=4, global_words=30)
+    Pyramid(memory, hub, options).finalize()
+    assert global_calls() == 3  # DAY1, DAY2, then the overall node
+    Pyramid(memory, hub, options).finalize()  # a re-run: nothing new
+    assert global_calls() == 3
     # DAY2 gets a clip while the clock is ahead; the clock is then set back (NTP, or the
     # memory moves to a machine whose clock is behind) before the overall node is refreshed
     ahead = time.time() + 3600
     monkeypatch.setattr(time, "time", lambda: ahead)
     add_clips(memory, 1, source="late", day="DAY2", t0=95000.0, facts=[["late fact"]],
               finish=True)
-    Pyramid(memory, hub, PyramidOptions(global_every=4)).update_global("DAY2")
+    Pyramid(memory, hub, options).update_global("DAY2")
     monkeypatch.undo()
-    Pyramid(memory, hub, PyramidOptions(global_every=4)).finalize()
-    assert hub.calls == 5 and memory.global_node("").clip_count == 6
+    Pyramid(memory, hub, options).finalize()
+    assert global_calls() == 5 and memory.global_node("").clip_count == 6
     for _ in range(2):  # re-runs with nothing new: no call, whatever the clocks said
-        Pyramid(memory, hub, PyramidOptions(global_every=4)).finalize()
-        assert hub.calls == 5
+        Pyramid(memory, hub, options).finalize()
+        assert global_calls() == 5
 
 
 def test_a_clip_with_bad_fact_vectors_stores_nothing(memory):
