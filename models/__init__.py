@@ -13,6 +13,15 @@ import os
 # OpenMP runtime loads, i.e. before llama_cpp/ctranslate2 are imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GGML_NO_BACKTRACE", "1")  # a ggml assert otherwise forks gdb (MODELS.md)
+# onnxruntime (OCR in the perception captioner, the MiniLM embedder) ships Microsoft's 1DS
+# telemetry on Linux: every process that creates an ORT environment queues usage events in
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db (with a persistent device id)
+# and, a few seconds later and then periodically, resolves mobile.events.data.microsoft.com
+# to upload them. Nothing may leave the device unless the user configured a remote role, so
+# it is forced off (onnxruntime.disable_telemetry_events() does not stop it; this variable
+# does, and ORT reads it natively, so it must be set before any session is created).
+# tests/test_offline.py straces ingest and ask for any lookup.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 from models.hub import ModelHub, default_threads  # noqa: E402
 from models.registry import (
