@@ -38,6 +38,7 @@ if [ "${EDGE_SKIP_APT:-0}" != 1 ]; then
   missing=()
   command -v ffmpeg >/dev/null || missing+=(ffmpeg)
   command -v espeak-ng >/dev/null || missing+=(espeak-ng)  # spoken test audio (ASR tests)
+  command -v strace >/dev/null || missing+=(strace)  # tests/test_offline.py: no lookups
   command -v cmake >/dev/null || missing+=(cmake)
   command -v g++ >/dev/null || missing+=(g++)
   if [ ${#missing[@]} -gt 0 ]; then
