@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from edge.config import models_dir
-from tests.conftest import FOOTAGE, ROOT, shared
+from tests.conftest import EGOLIFE_DAY1, FOOTAGE, ROOT, shared
 
 LOOPBACK = re.compile(r"^(127\.|::1$|::ffff:127\.)")
 ADDRESS = re.compile(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"')
@@ -76,14 +77,22 @@ def test_offline_self_check():
     assert offending("\n".join(lines + allowed)) == lines
 
 
-def test_ingest_and_ask_make_no_lookups_or_connections(tmp_path):
-    footage = shared(FOOTAGE / "tiny_drawing_noaudio.mp4")
-    home = tmp_path / "user"  # a fresh $HOME: whatever a library would persist shows up here
+def local_env(tmp_path) -> dict:
+    """The test's environment without any EDGE_/ORT_ setting, in a fresh $HOME (whatever a
+    library would persist for a later upload shows up there)."""
+    home = tmp_path / "user"
     home.mkdir()
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("EDGE_") or k.startswith("ORT_"))}
     env.update(HOME=str(home), EDGE_HOME=str(tmp_path / "edge"),
                EDGE_MODELS_DIR=str(models_dir()), PYTHONPATH=str(ROOT))
+    return env
+
+
+def test_ingest_and_ask_make_no_lookups_or_connections(tmp_path):
+    footage = shared(FOOTAGE / "tiny_drawing_noaudio.mp4")
+    env = local_env(tmp_path)
+    home = tmp_path / "user"
     mem = str(tmp_path / "memory.db")
 
     r = traced(["ingest", str(footage), "--memory", mem], env, tmp_path / "ingest.strace")
@@ -96,4 +105,30 @@ def test_ingest_and_ask_make_no_lookups_or_connections(tmp_path):
         bad = offending((tmp_path / name).read_text())
         assert not bad, f"{name}: network calls off the device:\n" + "\n".join(bad[:10])
     # onnxruntime's telemetry queues its events (and a device id) here for a later upload
-    assert not (home / ".cache" / "Microsoft").exists()
+    assert not (home / ".cache" / "Microsoft").exists(), "onnxruntime telemetry store written"
+
+
+def test_a_remote_role_contacts_only_its_configured_host(tmp_path):
+    """A solver at 127.0.0.1 on an unused port: ask fails (nothing listens), and the only
+    connections made are to that address and port; no name is looked up."""
+    env = local_env(tmp_path)
+    mem = str(tmp_path / "memory.db")
+    r = traced(["ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "3", "--no-pyramid",
+                "--memory", mem], env, tmp_path / "captions.strace")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free once closed; nothing listens there
+    env.update(EDGE_SOLVER_BASE_URL=f"http://127.0.0.1:{port}/v1", EDGE_SOLVER_MODEL="m",
+               EDGE_SOLVER_MAX_RETRIES="0", EDGE_SOLVER_TIMEOUT="5")
+    r = traced(["ask", "--memory", mem, "--rounds", "1", "--loop", "single",
+                "who used the screwdriver?"], env, tmp_path / "ask.strace")
+    assert r.returncode != 0 and f"127.0.0.1:{port}" in r.stdout + r.stderr, r.stdout + r.stderr
+    for name in ("captions.strace", "ask.strace"):
+        assert not offending((tmp_path / name).read_text()), name
+    connects = [line for line in (tmp_path / "ask.strace").read_text().splitlines()
+                if "connect(" in line and "AF_INET" in line]
+    assert connects and all(f"htons({port})" in c and "127.0.0.1" in c for c in connects), \
+        connects
+    assert not (tmp_path / "user" / ".cache" / "Microsoft").exists(), \
+        "onnxruntime telemetry store written"
