@@ -84,8 +84,8 @@ def filter_neighborhoods(
         per_clip = reply_tokens_per_clip(llm, question, hoods)
         if per_clip < MIN_REPLY_TOKENS_PER_CLIP and len(hoods) > 1:
             half = (len(hoods) + 1) // 2
-            return {**filter_neighborhoods(llm, question, hoods[:half], budget_tokens=budget_tokens),
-                    **filter_neighborhoods(llm, question, hoods[half:], budget_tokens=budget_tokens)}
+            return {**filter_neighborhoods(llm, question, hoods[:half]),
+                    **filter_neighborhoods(llm, question, hoods[half:])}
         max_tokens = max(per_clip, 1) * len(hoods) + 40
     budget_tokens = budget_tokens or llm.n_ctx - max_tokens - 64
     for center, neighbor in SHRINK_STEPS:

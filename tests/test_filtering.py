@@ -70,8 +70,8 @@ def test_fifty_anchors_with_delta_four_fit_the_context(memory, hub):
     """Issue 10 item 4: ``edge ask --top-n 50 --delta 4`` asked for 4,040 reply tokens in a
     4,096-token context and filtering overflowed; each call now fits beside its prompt."""
     llm = _Sizes(hub.llm("solver"))
-    ids = add_clips(memory, [f"At the table I fold paper number {i} while Alice talks about "
-                             "the weather and the train timetable for tomorrow." for i in range(58)])
+    said = "while Alice talks about the weather and the train timetable for tomorrow."
+    ids = add_clips(memory, [f"At the table I fold paper number {i} {said}" for i in range(58)])
     hoods = expand_neighbors(memory, [ScoredClip(i, 0.5, "event") for i in ids[4:54]], delta=4)
     kept = filter_neighborhoods(llm, "Who bought the red kettle?", hoods)
     assert set(kept) == set(ids[4:54])
