@@ -281,3 +281,16 @@ def test_an_unusable_reply_degrades_to_the_evidence(day, hub):
     assert res.answer == "" and "unusable" in res.note and res.rounds[0].decision is None
     assert res.moments and not res.sufficient and res.final is None
     assert _solver_calls(hub, mark) == 2  # the reply and its one repair
+
+
+def test_a_reply_budget_that_leaves_no_room_for_evidence_is_refused_before_any_call(
+        memory, hub):
+    """Issue 10 item 4: options that cannot fit the solver's context are refused with one
+    line naming them and the limit, before any model call."""
+    add_clips(memory, 3)
+    mark = hub.usage.mark()
+    with pytest.raises(AskError) as e:
+        ask(memory, hub, "What did I fold?", answer_tokens=4000)
+    assert "answer_tokens 4000" in str(e.value) and "4096-token" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert hub.usage.summary(mark)["calls"] == 0
