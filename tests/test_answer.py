@@ -294,3 +294,30 @@ def test_a_reply_budget_that_leaves_no_room_for_evidence_is_refused_before_any_c
     assert "answer_tokens 4000" in str(e.value) and "4096-token" in str(e.value)
     assert "\n" not in str(e.value)
     assert hub.usage.summary(mark)["calls"] == 0
+
+
+def test_a_looping_answer_is_cut_to_one_copy_of_the_phrase():
+    """Issue 10 item 3: the answer that looped ten times, post-filtered."""
+    from models.repeats import collapse_loops
+    loop = "I look at Katrina's iPad screen. Katrina says, " * 10
+    assert collapse_loops(loop.strip()) == "I look at Katrina's iPad screen. Katrina says,"
+
+
+def test_a_next_query_that_repeats_itself_is_collapsed_and_a_tried_one_ends_the_loop():
+    from edge.answer.steps import next_queries
+    q = "Who bought the red kettle?"
+    tried = {q.lower()}
+    insufficient = {"sufficient": False, "search": ""}
+    nxt, why = next_queries({**insufficient, "search": "kettle shop " * 3}, tried)
+    assert (nxt, why) == (["kettle shop"], "")
+    nxt, why = next_queries({**insufficient, "search": " ".join([q] * 5)}, tried)
+    assert nxt == [] and "already searched" in why
+    nxt, why = next_queries({**insufficient, "search": "WHO bought  the red kettle"}, tried)
+    assert nxt == [] and "already searched" in why
+
+
+def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
+    add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it."])
+    a = ask(memory, hub, "Who bought the red kettle?", answer_tokens=8, max_rounds=1,
+            pyramid=False)
+    assert "the answer was cut off" in a.note
