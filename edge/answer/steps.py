@@ -143,6 +143,13 @@ def normal_query(text: str) -> str:
     return " ".join(norm_words(text))
 
 
+def collapse_query(text: str) -> str:
+    """``text`` with its spacing collapsed and a phrase repeated in a row (twice or more)
+    cut to one copy — a query the question looped into."""
+    text = " ".join(text.split())
+    return collapse_loops(text, min_repeats=2, max_ngram=max(1, len(text.split()) // 2))
+
+
 def next_queries(decision: Decision | None, tried: set[str]) -> tuple[list[str], str]:
     """The next round's query and why the loop ends instead (``""`` when it goes on): the
     decision's ``search`` when it is insufficient and names a query not tried yet (a
@@ -150,8 +157,7 @@ def next_queries(decision: Decision | None, tried: set[str]) -> tuple[list[str],
     :func:`normal_query`); ``[]`` ends the loop."""
     if decision is None or decision["sufficient"]:
         return [], ""
-    nxt = " ".join(decision.get("search", "").split())
-    nxt = collapse_loops(nxt, min_repeats=2, max_ngram=max(1, len(nxt.split()) // 2))
+    nxt = collapse_query(decision.get("search", ""))
     if not nxt:
         return [], ""
     if normal_query(nxt) in {normal_query(t) for t in tried}:
