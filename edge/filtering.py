@@ -32,6 +32,33 @@ def neighborhood_text(hood: Neighborhood, llm, center_tokens: int, neighbor_toke
     return "\n".join(lines)
 
 
+REPLY_TOKENS_PER_CLIP = 80
+"""Reply budget per anchor clip when the context allows (the reply's JSON adds 40)."""
+
+MIN_REPLY_TOKENS_PER_CLIP = 24
+"""The least reply budget per anchor clip; below it the anchors are split into batches."""
+
+CHARS_PER_REPLY_TOKEN = 3
+"""Characters of an anchor's reply per token of its budget (the schema's ``maxLength``)."""
+
+SHRINK_STEPS = ((220, 110), (165, 77), (123, 53), (92, 37), (69, 25), (51, 17))
+"""(anchor, neighbor) caption caps in tokens, tried in turn until the prompt fits."""
+
+
+def _user_text(llm, question: str, hoods: list[Neighborhood], center: int, neighbor: int) -> str:
+    blocks = [f"clip_{i}:\n{neighborhood_text(h, llm, center, neighbor)}"
+              for i, h in enumerate(hoods, start=1)]
+    return f"Question: {question}\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+
+
+def reply_tokens_per_clip(llm, question: str, hoods: list[Neighborhood]) -> int:
+    """The reply budget per anchor clip of one call over ``hoods``: 80, or what fits in
+    the context beside the shortest prompt (the captions at their smallest caps)."""
+    least = llm.count_tokens(FILTER_PROMPT + _user_text(llm, question, hoods, *SHRINK_STEPS[-1]))
+    room = llm.n_ctx - least - 64 - 40
+    return min(REPLY_TOKENS_PER_CLIP, room // len(hoods))
+
+
 def filter_neighborhoods(
     llm,
     question: str,
@@ -42,27 +69,33 @@ def filter_neighborhoods(
 ) -> dict[int, str]:
     """Relevant information per anchor clip id (``""`` when nothing is relevant).
 
-    One solver call for all ``hoods``. Neighbor captions are shortened until the prompt fits
-    ``budget_tokens`` (default: the context left after the reply); the reply gets
-    ``max_tokens`` (default 80 per clip + 40). Raises
+    One solver call for all ``hoods`` when it fits the context with at least 24 reply
+    tokens per anchor, else the anchors are halved into batches (one call each). Neighbor
+    captions are shortened until the prompt fits ``budget_tokens`` (default: the context
+    left after the reply); the reply gets ``max_tokens`` (default 80 per clip + 40, less
+    when only less fits beside the prompt). Raises
     :class:`models.llm.LLMOutputError` when the reply is unusable twice,
     :class:`models.llm.ContextOverflowError` when even the shortest prompt is too long.
     """
     if not hoods:
         return {}
-    max_tokens = max_tokens or 80 * len(hoods) + 40
+    per_clip = REPLY_TOKENS_PER_CLIP
+    if max_tokens is None:
+        per_clip = reply_tokens_per_clip(llm, question, hoods)
+        if per_clip < MIN_REPLY_TOKENS_PER_CLIP and len(hoods) > 1:
+            half = (len(hoods) + 1) // 2
+            return {**filter_neighborhoods(llm, question, hoods[:half]),
+                    **filter_neighborhoods(llm, question, hoods[half:])}
+        max_tokens = max(per_clip, 1) * len(hoods) + 40
     budget_tokens = budget_tokens or llm.n_ctx - max_tokens - 64
-    center, neighbor = 220, 110
-    while True:
-        blocks = [f"clip_{i}:\n{neighborhood_text(h, llm, center, neighbor)}"
-                  for i, h in enumerate(hoods, start=1)]
-        user = f"Question: {question}\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
-        if llm.count_tokens(FILTER_PROMPT + user) <= budget_tokens or neighbor <= 20:
+    for center, neighbor in SHRINK_STEPS:
+        user = _user_text(llm, question, hoods, center, neighbor)
+        if llm.count_tokens(FILTER_PROMPT + user) <= budget_tokens:
             break
-        center, neighbor = int(center * 0.75), int(neighbor * 0.7)
     messages = [{"role": "system", "content": FILTER_PROMPT},
                 {"role": "user", "content": user}]
-    reply = llm.chat_json(messages, role="solver", schema=filter_schema(len(hoods)),
+    max_chars = 300 if per_clip >= REPLY_TOKENS_PER_CLIP else per_clip * CHARS_PER_REPLY_TOKEN
+    reply = llm.chat_json(messages, role="solver", schema=filter_schema(len(hoods), max_chars),
                           max_tokens=max_tokens)
     return {h.anchor.id: " ".join(reply[f"clip_{i}"].split())
             for i, h in enumerate(hoods, start=1)}

@@ -23,7 +23,12 @@ os.environ.setdefault("GGML_NO_BACKTRACE", "1")
 
 
 class LLMOutputError(ValueError):
-    """The model's reply could not be parsed or validated, even after one repair attempt."""
+    """The model's reply could not be parsed or validated, even after one repair attempt.
+    ``cut``: a reply stopped at its ``max_tokens`` (finish reason ``length``)."""
+
+    def __init__(self, message: str, *, cut: bool = False) -> None:
+        super().__init__(message)
+        self.cut = cut
 
 
 class ContextOverflowError(ValueError):
@@ -38,6 +43,7 @@ class ChatResult:
     tokens_in: int
     tokens_out: int
     seconds: float
+    finish_reason: str = ""
 
 
 class LlamaCppLLM:
@@ -123,6 +129,7 @@ class LlamaCppLLM:
             tokens_in=int(usage.get("prompt_tokens", prompt_tokens)),
             tokens_out=int(usage.get("completion_tokens", 0)),
             seconds=seconds,
+            finish_reason=out["choices"][0].get("finish_reason") or "",
         )
         if self.usage is not None:
             self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds))
@@ -153,12 +160,14 @@ class LlamaCppLLM:
                 {"role": "user", "content": f"That reply was not valid ({_short(first)}). "
                  "Reply again with only the JSON object, complete and valid."},
             ]
+            res2 = None
             try:
                 res2 = self.chat(repair, role=role, schema=schema, max_tokens=max_tokens)
                 return _parse_valid(res2.text, schema, jsonschema)
             except (ValueError, jsonschema.ValidationError, ContextOverflowError) as second:
+                cut = "length" in (res.finish_reason, res2 and res2.finish_reason)
                 raise LLMOutputError(
-                    f"{self.name} returned invalid JSON twice: {_short(second)}"
+                    f"{self.name} returned invalid JSON twice: {_short(second)}", cut=cut
                 ) from second
 
     def close(self) -> None:

@@ -14,19 +14,18 @@ English-only model (tiny.en) labels every segment ``en`` without detection.
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from models.repeats import collapse_loops, norm_words
 from models.usage import CallRecord, UsageMeter
 
 SAMPLE_RATE = 16_000
 MIN_LANGUAGE_SECONDS = 1.0  # shorter segments borrow the window's language
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -39,46 +38,6 @@ class TranscriptSegment:
     text: str
     language: str = ""
     language_probability: float = 0.0
-
-
-def _norm_words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def collapse_loops(text: str, *, min_repeats: int = 3, max_ngram: int = 8) -> str:
-    """Cut a phrase of 1 to ``max_ngram`` words repeated ``min_repeats`` or more times in a
-    row down to one occurrence ("thank you thank you thank you" → "thank you"), the loop
-    whisper falls into over silence or music. Text without such a loop is returned as is."""
-    tokens = text.split()
-    if len(tokens) < min_repeats:
-        return text
-    keys = [" ".join(_norm_words(t)) for t in tokens]
-    out: list[str] = []
-    i = 0
-    changed = False
-    while i < len(tokens):
-        best = None
-        for n in range(1, max_ngram + 1):
-            if i + n * min_repeats > len(tokens):
-                break
-            unit = keys[i:i + n]
-            if not any(unit):
-                continue
-            reps = 1
-            while keys[i + reps * n:i + (reps + 1) * n] == unit:
-                reps += 1
-            if reps >= min_repeats:
-                best = (n, reps)
-                break
-        if best:
-            n, reps = best
-            out.extend(tokens[i:i + n])
-            i += n * reps
-            changed = True
-        else:
-            out.append(tokens[i])
-            i += 1
-    return " ".join(out) if changed else text
 
 
 def suppress_repeats(segments: list[TranscriptSegment], *,
@@ -94,7 +53,7 @@ def suppress_repeats(segments: list[TranscriptSegment], *,
     run_key, run_len = None, 0
     for s in segments:
         text = collapse_loops(s.text)
-        key = " ".join(_norm_words(text))
+        key = " ".join(norm_words(text))
         if not key:
             continue
         run_len = run_len + 1 if key == run_key else 1

@@ -270,7 +270,8 @@ def test_merit_loop_never_exceeds_its_round_bound(day, hub):
     # decomposition, a filter per round with new anchors, sufficiency, the answer
     assert _solver_calls(hub, mark) == 1 + filters + checks + 1
     if len(res.rounds) == 2:
-        assert res.rounds[1].queries == [res.rounds[0].decision["search"]]
+        from edge.answer.steps import collapse_query  # a repeated phrase: once
+        assert res.rounds[1].queries == [collapse_query(res.rounds[0].decision["search"])]
 
 
 @pytest.mark.slow
@@ -281,3 +282,43 @@ def test_an_unusable_reply_degrades_to_the_evidence(day, hub):
     assert res.answer == "" and "unusable" in res.note and res.rounds[0].decision is None
     assert res.moments and not res.sufficient and res.final is None
     assert _solver_calls(hub, mark) == 2  # the reply and its one repair
+
+
+def test_a_reply_budget_that_leaves_no_room_for_evidence_is_refused_before_any_call(
+        memory, hub):
+    """Issue 10 item 4: options that cannot fit the solver's context are refused with one
+    line naming them and the limit, before any model call."""
+    add_clips(memory, 3)
+    mark = hub.usage.mark()
+    with pytest.raises(AskError) as e:
+        ask(memory, hub, "What did I fold?", answer_tokens=4000)
+    assert "answer_tokens 4000" in str(e.value) and "4096-token" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert hub.usage.summary(mark)["calls"] == 0
+
+
+def test_a_looping_answer_is_cut_to_one_copy_of_the_phrase():
+    """Issue 10 item 3: the answer that looped ten times, post-filtered."""
+    from models.repeats import collapse_loops
+    loop = "I look at Katrina's iPad screen. Katrina says, " * 10
+    assert collapse_loops(loop.strip()) == "I look at Katrina's iPad screen. Katrina says,"
+
+
+def test_a_next_query_that_repeats_itself_is_collapsed_and_a_tried_one_ends_the_loop():
+    from edge.answer.steps import next_queries
+    q = "Who bought the red kettle?"
+    tried = {q.lower()}
+    insufficient = {"sufficient": False, "search": ""}
+    nxt, why = next_queries({**insufficient, "search": "kettle shop " * 3}, tried)
+    assert (nxt, why) == (["kettle shop"], "")
+    nxt, why = next_queries({**insufficient, "search": " ".join([q] * 5)}, tried)
+    assert nxt == [] and "already searched" in why
+    nxt, why = next_queries({**insufficient, "search": "WHO bought  the red kettle"}, tried)
+    assert nxt == [] and "already searched" in why
+
+
+def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
+    add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it."])
+    a = ask(memory, hub, "Who bought the red kettle?", answer_tokens=8, max_rounds=1,
+            pyramid=False)
+    assert "the answer was cut off" in a.note

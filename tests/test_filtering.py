@@ -47,3 +47,32 @@ def test_one_batched_call_returns_relevant_info_per_anchor(memory, hub):
     assert all(v == " ".join(v.split()) for v in out.values())
     assert "screw" in " ".join(out.values()).lower(), out  # what the question is about
     assert hub.usage.summary(mark)["by_role"]["solver"]["calls"] == 1  # one batched call
+
+
+class _Sizes:
+    """The real solver, recording each call's prompt tokens (as the backend counts them)
+    and reply budget."""
+
+    def __init__(self, llm):
+        self.llm, self.calls = llm, []
+
+    def __getattr__(self, name):
+        return getattr(self.llm, name)
+
+    def chat_json(self, messages, *, max_tokens, **kw):
+        prompt = sum(self.llm.count_tokens(m["content"]) + 8 for m in messages)
+        self.calls.append((prompt, max_tokens))
+        return self.llm.chat_json(messages, max_tokens=max_tokens, **kw)
+
+
+@pytest.mark.slow
+def test_fifty_anchors_with_delta_four_fit_the_context(memory, hub):
+    """Issue 10 item 4: ``edge ask --top-n 50 --delta 4`` asked for 4,040 reply tokens in a
+    4,096-token context and filtering overflowed; each call now fits beside its prompt."""
+    llm = _Sizes(hub.llm("solver"))
+    said = "while Alice talks about the weather and the train timetable for tomorrow."
+    ids = add_clips(memory, [f"At the table I fold paper number {i} {said}" for i in range(58)])
+    hoods = expand_neighbors(memory, [ScoredClip(i, 0.5, "event") for i in ids[4:54]], delta=4)
+    kept = filter_neighborhoods(llm, "Who bought the red kettle?", hoods)
+    assert set(kept) == set(ids[4:54])
+    assert llm.calls and all(p + m <= llm.n_ctx for p, m in llm.calls)

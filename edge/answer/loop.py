@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from edge.store import Memory
+from models.repeats import collapse_loops
 
 from .evidence import Packed
 from .options import AskOptions
@@ -60,7 +61,8 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         if run.opts.loop == "merit" and r == run.opts.max_rounds:
             break  # the last round's evidence goes straight to the answer
         rnd.decision = decide(run, r, packed)  # sufficient, else the next query
-        queries = next_queries(rnd.decision, run.tried)
+        queries, why = next_queries(rnd.decision, run.tried)
+        run.note.remark(why)
         if not queries:
             break  # sufficient, failed, or no new query to try
     final = None
@@ -85,9 +87,11 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         reply = rounds[-1].decision if rounds else None
         sufficient = bool(reply and reply["sufficient"])
     cited = list(dict.fromkeys(reply["cited_clips"])) if reply else []
-    text = (reply or {}).get("answer", "").strip()
+    text = collapse_loops((reply or {}).get("answer", "").strip())  # a looping phrase: once
     if reply is not None and not text:
         run.note.failure("the solver gave no answer; showing the retrieved evidence")
+    elif text.endswith((",", ";", ":", "-")):  # e.g. 'Lucia said,'
+        run.note.failure("the answer was cut off mid-sentence")
     extra = {}
     if o.choices:
         extra = {"choices": dict(zip(o.letters, o.choices)),

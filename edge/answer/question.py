@@ -23,6 +23,9 @@ from .options import AskOptions
 PROMPT_SLACK_TOKENS = 96
 """Tokens kept free in every prompt for the chat template."""
 
+MIN_EVIDENCE_TOKENS = 256
+"""The least evidence (tokens) a prompt must have room for, or the question is refused."""
+
 
 def time_label(t: float | None, default: str) -> str:
     """``DAY1 11:21:00`` (or a wall-clock moment) for timeline second ``t``; ``default``
@@ -189,10 +192,21 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_PROMPT)
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - PROMPT_SLACK_TOKENS)
+    check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, mark)
     run.note.remark(remark)
     return run
+
+
+def check_fits(opts: AskOptions, solver, budget: int) -> None:
+    """Refuse, before any model call, options whose reply and least evidence cannot fit
+    the solver's context: :class:`AskError` in one line naming them and the limit."""
+    if budget < MIN_EVIDENCE_TOKENS:
+        raise AskError(
+            f"answer_tokens {opts.answer_tokens} leaves {max(budget, 0)} of the solver's "
+            f"{solver.n_ctx}-token context for evidence (at least {MIN_EVIDENCE_TOKENS} "
+            "needed); lower answer_tokens or use a solver with a larger context")
 
 
 def _fit_to_solver(opts: AskOptions, solver) -> AskOptions:

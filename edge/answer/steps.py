@@ -25,6 +25,7 @@ from edge.prompts import (
 )
 from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors, multi_query_retrieve
 from models.llm import ContextOverflowError, LLMOutputError
+from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips, numbered_notes
 from .question import Run
@@ -137,15 +138,31 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     return {**decision, "cited_clips": cited_clips(decision, packed)}  # clips, not numbers
 
 
-def next_queries(decision: Decision | None, tried: set[str]) -> list[str]:
-    """The next round's query: the decision's ``search`` when it is insufficient and
-    names a query not tried yet; ``[]`` ends the loop."""
+def normal_query(text: str) -> str:
+    """``text`` as queries are compared: lowercased words, punctuation and spacing dropped."""
+    return " ".join(norm_words(text))
+
+
+def collapse_query(text: str) -> str:
+    """``text`` with its spacing collapsed and a phrase repeated in a row (twice or more)
+    cut to one copy — a query the question looped into."""
+    text = " ".join(text.split())
+    return collapse_loops(text, min_repeats=2, max_ngram=max(1, len(text.split()) // 2))
+
+
+def next_queries(decision: Decision | None, tried: set[str]) -> tuple[list[str], str]:
+    """The next round's query and why the loop ends instead (``""`` when it goes on): the
+    decision's ``search`` when it is insufficient and names a query not tried yet (a
+    phrase repeated in it is cut to one copy, and queries are compared by
+    :func:`normal_query`); ``[]`` ends the loop."""
     if decision is None or decision["sufficient"]:
-        return []
-    nxt = " ".join(decision.get("search", "").split())
-    if not nxt or nxt.lower() in tried:
-        return []
-    return [nxt]
+        return [], ""
+    nxt = collapse_query(decision.get("search", ""))
+    if not nxt:
+        return [], ""
+    if normal_query(nxt) in {normal_query(t) for t in tried}:
+        return [], f"the next search {nxt!r} was already searched; answering with what was found"
+    return [nxt], ""
 
 
 def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Packed]]:
@@ -166,17 +183,31 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
     schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
     try:
         try:
-            final = run.solver.chat_json(msgs, role="solver", schema=schema,
-                                         max_tokens=o.answer_tokens)
+            final = final_call(run, msgs, schema)
         except ContextOverflowError:
             if not o.frames:
                 raise
             run.note.failure("the keyframes did not fit the solver's context; answered from text")
-            final = run.solver.chat_json(run.prompt.with_notes(ANSWER_PROMPT, packed),
-                                         role="solver", schema=schema,
-                                         max_tokens=o.answer_tokens)
+            final = final_call(run, run.prompt.with_notes(ANSWER_PROMPT, packed), schema)
     except (LLMOutputError, ContextOverflowError) as e:
-        run.note.failure(f"the solver's answer was unusable ({e}); showing the retrieved "
-                         "evidence")
+        what = "the answer was cut off" if getattr(e, "cut", False) else \
+            "the solver's answer was unusable"
+        run.note.failure(f"{what} ({e}); showing the retrieved evidence")
         return None, packed
     return {**final, "cited_clips": cited_clips(final, packed)}, packed
+
+
+def final_call(run: Run, msgs: list[dict], schema: dict) -> dict:
+    """The answer call with ``opts.answer_tokens``; a reply cut at that budget is asked
+    again once with twice the budget (when that fits the context)."""
+    budget = run.opts.answer_tokens
+    try:
+        return run.solver.chat_json(msgs, role="solver", schema=schema, max_tokens=budget)
+    except LLMOutputError as e:
+        if not e.cut:
+            raise
+        try:
+            return run.solver.chat_json(msgs, role="solver", schema=schema,
+                                        max_tokens=2 * budget)
+        except ContextOverflowError:
+            raise LLMOutputError(f"{budget} tokens were not enough", cut=True) from e
