@@ -53,7 +53,7 @@ def fingerprint(result: dict) -> dict:
     for r in result.get("rounds", []):
         rounds.append({
             "queries": r.get("queries") or [r.get("query")],
-            "anchors": [[a.get("clip_id"), round(a.get("score") or 0.0, 6), a.get("matched")]
+            "anchors": [[a.get("clip_id"), round(a.get("score") or 0.0, 6), a.get("key")]
                         for a in r.get("anchors", [])],
             "evidence": r.get("evidence"),
             "decision": {k: v for k, v in (r.get("decision") or {}).items() if k != "seconds"},
