@@ -34,6 +34,18 @@ def hub():
 
 
 @pytest.fixture()
+def cli_home(tmp_path, monkeypatch):
+    """A temporary user directory for CLI runs (``$EDGE_HOME``), no ``$EDGE_MEMORY``, and the
+    already assembled model weights (``$EDGE_MODELS_DIR``) so nothing is assembled again."""
+    from edge.config import models_dir
+
+    monkeypatch.setenv("EDGE_MODELS_DIR", str(models_dir()))
+    monkeypatch.setenv("EDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("EDGE_MEMORY", raising=False)
+    return tmp_path / "home"
+
+
+@pytest.fixture()
 def memory(tmp_path):
     from edge.store import Memory
 

@@ -8,15 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from edge.cli import main
-from edge.config import models_dir
 from tests.conftest import EGOLIFE_DAY1, ROOT, shared
 
 
 @pytest.fixture()
-def run(tmp_path, monkeypatch):
-    monkeypatch.setenv("EDGE_MODELS_DIR", str(models_dir()))  # reuse the assembled GGUF
-    monkeypatch.setenv("EDGE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("EDGE_MEMORY", raising=False)
+def run(cli_home):
     runner = CliRunner()
 
     def _run(*args):

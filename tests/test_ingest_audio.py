@@ -9,17 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from edge.cli import main
-from edge.config import models_dir
 from edge.stages import STAGES
 from edge.store import Memory
 from tests.conftest import FOOTAGE, SHARED, shared
 
 
 @pytest.fixture()
-def run(tmp_path, monkeypatch):
-    monkeypatch.setenv("EDGE_MODELS_DIR", str(models_dir()))
-    monkeypatch.setenv("EDGE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("EDGE_MEMORY", raising=False)
+def run(cli_home):
     runner = CliRunner()
     return lambda *args: runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
 

@@ -140,10 +140,7 @@ def test_mark_stopped_writes_a_stopped_status_file(tmp_path):
 
 
 @pytest.fixture()
-def run(tmp_path, monkeypatch):
-    monkeypatch.setenv("EDGE_MODELS_DIR", str(models_dir()))
-    monkeypatch.setenv("EDGE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("EDGE_MEMORY", raising=False)
+def run(cli_home):
     runner = CliRunner()
     return lambda *args: runner.invoke(main, list(args))
 

@@ -31,12 +31,7 @@ key                     meaning                                                 
 ``allow_frames``        captioner/VLM solver may send frames                        false
 ======================  ==========================================================  =========
 
-Structured output has the same contract as :class:`models.llm.LlamaCppLLM.chat_json`: the
-server constrains the reply with the JSON schema where it supports it (``json_schema`` is
-the OpenAI form; ``json_object`` with a ``schema`` is llama.cpp's; ``auto`` tries them in
-that order and remembers what the server accepted), then parse → validate → one repair call
-→ :class:`models.llm.LLMOutputError`. Every call is counted with the server's own token
-counts (its ``usage`` field).
+Structured output and call counting: see :mod:`models.remote.llm`.
 """
 
 
