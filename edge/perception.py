@@ -49,8 +49,20 @@ def transcribe_source(hub, info: MediaInfo, stages: StageClock, *,
 
 def transcript_for(segments: list[TranscriptSegment], start: float, end: float) -> str:
     """A clip's transcript: the text of the speech segments whose midpoint falls in
-    ``[start, end)`` seconds, joined by spaces."""
-    return " ".join(s.text for s in segments if start <= (s.start + s.end) / 2 < end).strip()
+    ``[start, end)`` seconds, joined by spaces.
+
+    A segment heard in a language other than English carries its ISO 639-1 label in front
+    (``"[de] Guten Tag."``), as the multilingual profile detected it per segment: the label
+    is what the user sees in answers, the chat and ``edge ask --json``, and what the key
+    writer reads. English and unknown (``""``) segments are unlabelled, so English-only
+    profiles store the text as heard."""
+    return " ".join(_labelled(s) for s in segments
+                    if start <= (s.start + s.end) / 2 < end).strip()
+
+
+def _labelled(segment: TranscriptSegment) -> str:
+    lang = segment.language
+    return segment.text if lang in ("", "en") else f"[{lang}] {segment.text}"
 
 
 def save_keyframes(span: ClipSpan, folder: Path, stem: str, count: int, side: int) -> list[str]:

@@ -22,6 +22,17 @@ def test_collapse_loops_cuts_a_looping_phrase_to_one():
     assert collapse_loops("yes yes") == "yes yes"  # two is speech, three is a loop
 
 
+def test_a_clip_transcript_labels_speech_in_another_language():
+    from edge.perception import transcript_for
+
+    segs = [TranscriptSegment(0.0, 2.0, "Good morning.", "en", 0.9),
+            TranscriptSegment(2.0, 4.0, "Guten Morgen.", "de", 0.8),
+            TranscriptSegment(4.0, 5.0, "Okay.", "", 0.0),
+            TranscriptSegment(31.0, 33.0, "Later.", "fr", 0.7)]
+    assert transcript_for(segs, 0.0, 30.0) == "Good morning. [de] Guten Morgen. Okay."
+    assert transcript_for(segs, 30.0, 60.0) == "[fr] Later."
+
+
 def test_suppress_repeats_keeps_real_repetition_and_drops_loops():
     seg = [TranscriptSegment(float(i), i + 1.0, t) for i, t in enumerate(
         ["Where are my keys?", "Yes.", "Yes.", "Thank you.", "Thank you.", "Thank you.",
