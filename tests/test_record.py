@@ -1,7 +1,8 @@
 """Headless recording: clip names, the retention plan, the status file and the CLI's checks
 (fast); on real footage, clip files cut from a replayed video, a half-written clip repaired
-after SIGKILL, a reader while the recorder writes, a watched folder under a tiny budget and a
-clean SIGTERM (slow)."""
+after SIGKILL, a reader while the recorder writes, a watched folder under a tiny budget, a
+clean SIGTERM, a file resumed after a restart, a silent microphone and the pyramid built as
+by `edge ingest` (slow)."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def test_clip_names_carry_the_start_time_and_list_oldest_first(tmp_path):
 STATUS_KEYS = {"state", "pid", "memory", "spool", "source", "started_at", "current_clip",
                "clips_recorded", "clips_ingested", "ingesting", "queue", "queue_capacity",
                "backpressure", "failed_clips", "lag_seconds", "ingested_until", "disk",
-               "last_deletion", "last_error", "updated_at"}
+               "audio", "last_deletion", "last_error", "updated_at"}
 
 
 def test_mark_stopped_writes_a_stopped_status_file(tmp_path):
@@ -431,3 +432,132 @@ def test_a_replay_stopped_by_sigterm_is_not_logged_as_the_end_of_the_file(tmp_pa
     out = rec.communicate(timeout=300)[0]
     assert rec.returncode == 0, out
     assert "before its end" in out and "INFO end of" not in out
+
+
+# ---- slow: a file resumed, a silent source, the same memory as `edge ingest` ---------------
+
+@pytest.fixture()
+def record_log(caplog):
+    """The recorder's log records (an earlier CLI run may have stopped its propagation)."""
+    logger = logging.getLogger("edge.record")
+    propagate = logger.propagate
+    logger.propagate = True
+    caplog.set_level(logging.INFO, logger="edge.record")
+    yield caplog
+    logger.propagate = propagate
+
+
+def _spans(mem: Path) -> list[tuple[float, float]]:
+    with Memory(mem, create=False) as m:
+        return sorted((c.t_start, c.t_end) for c in m.all_clips())
+
+
+@pytest.mark.slow
+def test_restarted_file_recording_resumes_where_it_stopped(tmp_path, hub, record_log):
+    src = shared(FOOTAGE / LONG)
+    mem = tmp_path / "resume.db"
+    spool = spool_dir(mem)
+    spec = SourceSpec("file", str(src), realtime=True, speed=6)
+
+    def sigterm_in_the_second_clip() -> None:
+        _wait(lambda: finished_clips(spool) and any(p.stat().st_size > 50_000
+                                                     for p in spool.glob("*.part")), 120)
+        os.kill(os.getpid(), signal.SIGTERM)  # as `kill` would: the recorder's handler
+
+    stopper = threading.Thread(target=sigterm_in_the_second_clip)
+    stopper.start()
+    first = Recorder(mem, spec, RecordOptions(min_free=0), hub_factory=lambda: hub).run()
+    stopper.join()
+    assert first == 0
+    cut = sum(probe(c.path).duration for c in finished_clips(spool))
+    assert 30.0 < cut < 65.0  # stopped mid-way
+
+    again = Recorder(mem, spec, RecordOptions(min_free=0), hub_factory=lambda: hub).run()
+    assert again == 0
+    clips = finished_clips(spool)
+    spans = _spans(mem)
+    assert len(spans) == len(clips) >= 3
+    starts = [a for a, _ in spans]
+    assert len(set(starts)) == len(starts)  # no clip stored twice
+    for (_, end), (nxt, _) in zip(spans, spans[1:]):
+        assert nxt == pytest.approx(end, abs=0.1)  # back to back: no overlap, no gap
+    assert sum(b - a for a, b in spans) == pytest.approx(71.1, abs=0.3)  # the file, once
+    assert any("resuming " in r.message for r in record_log.records)
+    # a third start finds the file complete and records nothing
+    assert Recorder(mem, spec, RecordOptions(min_free=0), hub_factory=lambda: hub).run() == 0
+    assert len(finished_clips(spool)) == len(clips) and len(_spans(mem)) == len(spans)
+
+
+def _with_silent_audio(video: Path, out: Path) -> Path:
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        pytest.skip("the ffmpeg command is needed to add a silent track (scripts/setup.sh)")
+    subprocess.run([ffmpeg, "-v", "error", "-i", str(video), "-f", "lavfi", "-i",
+                    "anullsrc=r=16000:cl=mono", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
+                    "-c:a", "aac", "-shortest", str(out)], check=True, timeout=120)
+    return out
+
+
+@pytest.mark.slow
+def test_audio_levels_of_real_footage(tmp_path):
+    from edge.record import SILENCE_DBFS, SilenceWatch, audio_level
+    from edge.record.audio import FLOOR_DBFS
+
+    silent = _with_silent_audio(shared(FOOTAGE / SHORT), tmp_path / "silent.mp4")
+    assert audio_level(silent) == FLOOR_DBFS
+    assert audio_level(shared(FOOTAGE / "ego_classroom_vfr_audio.mp4")) > -30.0  # speech
+    quiet_room = audio_level(shared(FOOTAGE / "exo_grid_hevc_aac.mp4"))
+    assert SILENCE_DBFS < quiet_room < -40.0  # a quiet room is not a dead microphone
+    assert audio_level(shared(FOOTAGE / SHORT)) is None  # no audio track: not "silent"
+    watch = SilenceWatch(silent_after=60.0)
+    watch.add(ORIGIN, 30.0, FLOOR_DBFS)
+    assert watch.warning is None and watch.status()["silent_seconds"] == 30.0
+    watch.add(ORIGIN + 30, 30.0, FLOOR_DBFS)
+    assert "silent" in watch.warning and watch.status()["silent_since"] == ORIGIN
+    watch.add(ORIGIN + 60, 30.0, quiet_room)  # sound again: the stretch ends
+    assert watch.warning is None and watch.silent_seconds == 0.0
+    watch.add(ORIGIN + 90, 30.0, None)
+    assert watch.status()["has_audio"] is False and watch.warning is None
+
+
+@pytest.mark.slow
+def test_silent_source_is_warned_about_in_the_log_and_status(tmp_path, hub, record_log):
+    src = _with_silent_audio(shared(FOOTAGE / SHORT), tmp_path / "muted.mp4")
+    mem = tmp_path / "muted.db"
+    options = RecordOptions(min_free=0, silent_after=5.0)
+    assert Recorder(mem, SourceSpec("file", str(src)), options, hub_factory=lambda: hub
+                    ).run() == 0
+    warned = [r for r in record_log.records if r.levelno == logging.WARNING
+              and "audio has been silent" in r.message]
+    assert len(warned) == 1 and "-60 dBFS" in warned[0].message
+    audio = read_status(status_path(mem))["audio"]
+    assert audio["has_audio"] is True and audio["silent_seconds"] == pytest.approx(9.7, abs=0.3)
+    assert audio["warning"] == warned[0].message
+    shown = CliRunner().invoke(main, ["--memory", str(mem), "status"])
+    assert shown.exit_code == 0, shown.output
+    assert "audio      WARNING: the source's audio has been silent" in shown.output
+
+
+@pytest.mark.slow
+def test_recorded_memory_has_the_pyramid_edge_ingest_builds(tmp_path, hub):
+    from edge.ingest import ingest_paths
+    from edge.pyramid import Pyramid, PyramidOptions
+
+    src = shared(FOOTAGE / SHORT)
+    recorded = tmp_path / "recorded.db"
+    options = RecordOptions(min_free=0, pyramid=PyramidOptions())
+    assert Recorder(recorded, SourceSpec("file", str(src)), options, hub_factory=lambda: hub
+                    ).run() == 0
+    with Memory(tmp_path / "ingested.db") as m:
+        ingest_paths(m, hub, [src], pyramid=Pyramid(m, hub, PyramidOptions()))
+        want = m.pyramid_stats()
+    with Memory(recorded, create=False) as m:
+        got = m.pyramid_stats()
+        assert m.count_clips() == 1
+        (clip,) = m.all_clips()
+        day = clip.day
+    assert got["facts"] > 0 and got["clip_nodes"] == want["clip_nodes"] == 1
+    assert set(got["links"]) == set(want["links"])  # fact->clip, clip->global
+    assert got["links"]["hierarchical fact->clip"] == got["facts"]
+    assert set(got["global_nodes"]) == {day, "all"} and len(want["global_nodes"]) == 2
+    assert got["global_nodes"][day]["clips"] == 1

@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from edge.cli import render
-from edge.cli.options import State, json_option, memory_options, open_memory
+from edge.cli.options import (
+    State,
+    json_option,
+    memory_options,
+    open_memory,
+    pyramid_options,
+)
 
 
 def parse_size(value: str | None, name: str) -> int | None:
@@ -121,19 +127,27 @@ def record_logging(spool: Path) -> None:
               help="Encode the video (H.264) instead of stream copying it.")
 @click.option("--settle", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="With --watch: seconds a file must stay unchanged before it is read.")
+@click.option("--silent-after", default="3m", show_default=True, metavar="DURATION",
+              help="Warn (log and `edge status`) when the source's audio stays below "
+                   "-60 dBFS this long, e.g. 3m; 'off' never warns.")
+@pyramid_options
 @click.pass_obj
 def record(state: State, camera: str | None, url: str | None, watch: Path | None,
            realtime: bool, speed: float, raw_budget: str | None, keep_raw: str | None,
            min_free: str, max_pending: int, clip_seconds: float, reencode: bool,
-           settle: float) -> None:
+           settle: float, silent_after: str, pyramid: bool, links: bool,
+           max_candidates: int, global_every: int) -> None:
     """Record a camera, stream, file or folder into memory, unattended, until stopped.
 
     \b
     Capture writes 30 s clip files into <memory>.spool/ first; an ingestion worker turns
     each finished clip into memory, so a slow model never drops footage. Restarting
-    resumes the clips not yet in memory. SIGTERM/SIGINT close the current clip and stop
-    after the clip being ingested. `edge status` shows how it is going.
+    resumes the clips not yet in memory, and a file where the last run stopped. Memory is
+    built as by `edge ingest` (the pyramid too, unless --no-pyramid). SIGTERM/SIGINT close
+    the current clip and stop after the clip being ingested. `edge status` shows how it
+    is going.
     """
+    from edge.pyramid import PyramidOptions
     from edge.record import Recorder, RecordOptions, spool_dir
 
     spec = source_spec(camera, url, watch, realtime, speed)
@@ -141,7 +155,10 @@ def record(state: State, camera: str | None, url: str | None, watch: Path | None
         clip_seconds=clip_seconds, raw_budget=parse_size(raw_budget, "--raw-budget"),
         keep_raw=parse_duration(keep_raw, "--keep-raw"),
         min_free=parse_size(min_free, "--min-free") or 0, max_pending=max_pending,
-        reencode=reencode, settle=settle)
+        reencode=reencode, settle=settle,
+        silent_after=parse_duration(silent_after, "--silent-after"),
+        pyramid=PyramidOptions(links=links, max_candidates=max_candidates,
+                               global_every=global_every) if pyramid else None)
     record_logging(spool_dir(state.memory_path))
     recorder = Recorder(state.memory_path, spec, options, hub_factory=state.hub)
     try:

@@ -267,8 +267,22 @@ def status_lines(s: dict | None, memory_path: Path, stats: dict | None) -> list[
     lines.append(disk_line(s["disk"]))
     if s.get("last_deletion"):
         lines.append(f"deleted    {s['last_deletion']}")
+    if s.get("audio"):
+        lines.append(audio_line(s["audio"]))
     lines.append(f"last error {s.get('last_error') or '-'}")
     return lines
+
+
+def audio_line(a: dict) -> str:
+    """The source's audio: its level, or the silence warning (``edge status``)."""
+    if a.get("warning"):
+        return f"audio      WARNING: {a['warning']}"
+    if a.get("has_audio") is None:
+        return "audio      - (no clip measured yet)"
+    if not a["has_audio"]:
+        return "audio      none (the source has no audio track)"
+    silent = f", silent for {a['silent_seconds']:.0f} s" if a.get("silent_seconds") else ""
+    return f"audio      {a['level_dbfs']:.0f} dBFS{silent}"
 
 
 def disk_line(d: dict) -> str:

@@ -9,20 +9,30 @@ never drops footage. The queue is bounded by ``max_pending``: a file or folder s
 at the bound (back-pressure); a live source cannot pause, keeps recording to disk and the
 status says it is over the bound.
 
+Memory is built through the same path as ``edge ingest``, the PyraVid pyramid included when
+``RecordOptions.pyramid`` asks for it (the CLI's default, as for ``edge ingest``).
+
 Restarts and power loss: clips are published by an atomic rename after fsync, so on start
 every finished clip not yet in memory is pending and ingested (oldest first); ingest hashes
 each file, so a clip is never stored twice, and a clip whose ingest was cut short is resumed.
-The ``.part`` file that was being written is remuxed up to where it still decodes, or
-discarded when too little of it does (both logged). Nothing here imports Textual.
+A file source is known by its content hash and resumed at the keyframe where the last run's
+clips end (a stopped run closes its last clip at the next keyframe for that). The ``.part``
+file that was being written is remuxed up to where it still decodes, or discarded when too
+little of it does, or when its file is cut again (all logged). A source whose audio stays
+silent for ``silent_after`` is warned about. Nothing here imports Textual.
 
 Modules, in reading order:
 
 - :mod:`edge.record.spool`: the spool's layout, clip names, publishing, finished and
   half-written clips, repair, the retention plan.
 - :mod:`edge.record.capture`: what to record (:class:`SourceSpec`), opening it, and the
-  capture thread (reconnects, the watched folder).
+  capture thread (reconnects, a file resumed, the watched folder).
+- :mod:`edge.record.ledger`: progress per file (:class:`WatchLedger`), so a restart resumes.
 - :mod:`edge.record.segmenter`: one opened source → 30 s clip files (:class:`Segmenter`).
-- :mod:`edge.record.worker`: the ingestion worker thread, its queue and back-pressure.
+- :mod:`edge.record.audio`: each clip's audio level and the silence warning
+  (:class:`SilenceWatch`).
+- :mod:`edge.record.worker`: the ingestion worker thread, its queue and back-pressure, the
+  session's pyramid (:class:`SessionPyramid`).
 - :mod:`edge.record.status`: the status file (write, :func:`read_status`,
   :func:`recorder_status`).
 - :mod:`edge.record.recorder`: :class:`Recorder` (lock, preflight, recovery, the run loop)
@@ -32,7 +42,9 @@ Everything a caller needs is importable from :mod:`edge.record` itself.
 """
 
 from edge.errors import CaptureError, RecordError
-from edge.record.capture import Capture, SourceSpec, WatchLedger, open_source
+from edge.record.audio import SILENCE_DBFS, SilenceWatch, audio_level
+from edge.record.capture import Capture, SourceSpec, open_source
+from edge.record.ledger import WatchLedger, file_key
 from edge.record.recorder import Recorder, RecordOptions
 from edge.record.segmenter import RAW_VIDEO_CODECS, Segmenter, fits_matroska, pick_encoder
 from edge.record.spool import (
@@ -54,13 +66,14 @@ from edge.record.spool import (
     spool_dir,
 )
 from edge.record.status import read_status, recorder_status, status_path, write_status
-from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker
+from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker, SessionPyramid
 
 __all__ = [
     "CLIP_PREFIX", "CLIP_SUFFIX", "MIN_REPAIR_SECONDS", "MODEL_RETRY_SECONDS", "PART_SUFFIX",
-    "RAW_VIDEO_CODECS", "Capture", "CaptureError", "ClipFile", "Deletion", "IngestWorker",
-    "RecordError", "RecordOptions", "Recorder", "Segmenter", "SourceSpec", "WatchLedger",
-    "clip_name", "clip_start", "finished_clips", "fits_matroska", "fsync_path", "iso_utc",
+    "RAW_VIDEO_CODECS", "SILENCE_DBFS", "Capture", "CaptureError", "ClipFile", "Deletion",
+    "IngestWorker", "RecordError", "RecordOptions", "Recorder", "Segmenter", "SessionPyramid",
+    "SilenceWatch", "SourceSpec", "WatchLedger", "audio_level", "clip_name", "clip_start",
+    "file_key", "finished_clips", "fits_matroska", "fsync_path", "iso_utc",
     "open_source", "partial_clips", "pick_encoder", "plan_retention", "publish",
     "read_status", "recorder_status", "repair", "spool_dir", "status_path", "write_status",
 ]

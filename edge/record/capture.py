@@ -3,13 +3,15 @@ capture thread (:class:`Capture`) that keeps a source going and feeds it to the
 :class:`~edge.record.segmenter.Segmenter`, which cuts it into 30 s clips in the spool.
 
 A camera or stream that drops is reopened with backoff (1 s, doubling up to 60 s); a file is
-read once; a watched folder is polled and each file that stopped changing is cut into clips
-once, its progress kept in ``watched.json`` in the spool so a restart resumes it.
+cut into clips once, known by its content hash, so a restart resumes it where the last run
+stopped; a watched folder is polled and each file that stopped changing is cut into clips
+once. The progress per file is kept in ``watched.json`` in the spool
+(:class:`~edge.record.ledger.WatchLedger`). Each finished clip's audio level is measured
+(:mod:`edge.record.audio`) so a silent microphone is noticed.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edge.errors import CaptureError
+from edge.record.ledger import WatchLedger, file_key
 from edge.record.segmenter import Segmenter
 
 if TYPE_CHECKING:
@@ -105,6 +108,7 @@ class Capture:
         self.segmenter: Segmenter | None = None  # the newest one (the status's current clip)
         self.source_clock: tuple[float, float] | None = None  # (source time, monotonic)
         self.recorded = 0                        # clips written by this run
+        self._key: str | None = None             # a file source's ledger key (its hash)
 
     def run(self) -> None:
         """The thread's body. Errors are logged and kept as the recorder's ``last_error``,
@@ -113,6 +117,8 @@ class Capture:
         try:
             if rec.source.kind == "watch":
                 self._from_folder()
+            elif rec.source.kind == "file":
+                self._from_file()
             else:
                 self._from_source()
         except CaptureError as e:
@@ -135,10 +141,25 @@ class Capture:
         speed = source.speed if source.realtime else 1.0
         return origin + (time.monotonic() - mono) * speed
 
+    def resume_key(self) -> str | None:
+        """A file source's key in the ledger (``sha256:<hex>`` of its bytes, like ``edge
+        ingest`` knows a source; computed once), ``None`` for other sources. Raises
+        :class:`CaptureError` when the file cannot be read."""
+        if self.rec.source.kind != "file":
+            return None
+        if self._key is None:
+            try:
+                self._key = file_key(Path(self.rec.source.target))
+            except OSError as e:
+                raise CaptureError(f"cannot read file {self.rec.source.target}: "
+                                   f"{e.strerror or e}") from None
+        return self._key
+
     def _on_clip(self, path: Path, start: float, duration: float) -> None:
         self.recorded += 1
         log.info("clip %s (%.1f s) finished", path.name, duration)
         self.rec.worker.wake.set()
+        self.rec.silence.check_clip(path, start, duration)
 
     def _segmenter(self) -> Segmenter:
         """A new segmenter into the spool: it stops writing below the disk floor and waits
@@ -160,7 +181,7 @@ class Capture:
         return min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     def _from_source(self) -> None:
-        """Camera, stream or file; a camera or stream that drops is reopened with backoff."""
+        """Camera or stream; one that drops is reopened with backoff."""
         rec, source = self.rec, self.rec.source
         backoff = 1.0
         opened_once = False
@@ -168,26 +189,24 @@ class Capture:
             try:
                 container = open_source(source)
             except CaptureError as e:
-                if source.kind == "file" or not opened_once:
+                if not opened_once:
                     raise  # a wrong device or URL fails at once; a dropped one is retried
                 backoff = self._back_off(e, "retrying", backoff)
                 continue
             opened_once = True
-            finite = source.kind == "file" or bool(container.duration)
+            finite = bool(container.duration)
             rec.state = "recording"
             origin = time.time()
             self.source_clock = (origin, time.monotonic())
             seg = self._segmenter()
             try:
                 with container:
-                    seg.run(container, origin, pace=source.speed if source.realtime else None)
+                    seg.run(container, origin)
                 backoff = 1.0
             except CaptureError as e:
-                if source.kind == "file":
-                    raise
                 backoff = self._back_off(e, "reconnecting", backoff)
                 continue
-            if finite:  # a file, or a file served over http: recorded once
+            if finite:  # a file served over http: recorded once
                 if rec.stop.is_set():  # a signal cut it short: not its end
                     log.info("stopped recording %s before its end", source.target)
                 else:
@@ -243,6 +262,60 @@ class Capture:
             entry = {"sig": list(sig), "done_until": 0.0, "complete": False}
         return key, entry, st
 
+    def _from_file(self) -> None:
+        """A local file, cut into clips once. It is known by its content hash: a restart
+        resumes it at the keyframe where the last run's clips end (same origin on the
+        timeline), and a file already recorded to its end is not recorded again."""
+        rec, source = self.rec, self.rec.source
+        key = self.resume_key()
+        ledger = WatchLedger(rec.spool)
+        entry = ledger.entries.get(key)
+        if entry is not None and entry.get("complete"):
+            log.info("%s was recorded to its end before (same content as %s); nothing left "
+                     "to record", source.target, entry.get("path"))
+            return
+        if entry is None:
+            entry = {"path": str(Path(source.target).resolve()), "origin": time.time(),
+                     "done_until": 0.0, "complete": False}
+        else:
+            log.info("resuming %s at %.1f s, where the last run's clips end (same content "
+                     "as %s)", source.target, entry["done_until"], entry.get("path"))
+        container = open_source(source)
+        rec.state = "recording"
+        self.source_clock = (entry["origin"] + entry["done_until"], time.monotonic())
+        if self._cut_resumable(container, key, entry, ledger,
+                               pace=source.speed if source.realtime else None):
+            log.info("end of %s", source.target)
+        else:  # a signal cut it short: not its end
+            log.info("stopped recording %s before its end (at %.1f s; a restart resumes "
+                     "there)", source.target, entry["done_until"])
+
+    def _cut_resumable(self, container, key: str, entry: dict, ledger: WatchLedger, *,
+                       pace: float | None = None) -> bool:
+        """Cut an opened file (closed here) into clips from where its ledger ``entry`` says
+        an earlier run stopped (``done_until``, source seconds; ``origin``, Unix seconds of
+        its start), saving the progress after each clip. False when the recorder was stopped
+        before the file's end. Raises :class:`CaptureError` and ``av`` errors."""
+        seg = self._segmenter()
+
+        def progress(seconds: float) -> None:
+            entry["done_until"] = seconds
+            ledger.save(key, entry)
+
+        def opened(part: Path) -> None:
+            entry["part"] = part.name
+            ledger.save(key, entry)
+
+        seg.on_open = opened
+        with container:
+            seg.run(container, entry["origin"], pace=pace, skip_until=entry["done_until"],
+                    on_progress=progress, resumable=True)
+        if self.rec.stop.is_set():
+            return False
+        entry["complete"] = True
+        ledger.save(key, entry)
+        return True
+
     def _cut_watched(self, f: Path, key: str, entry: dict, st: os.stat_result,
                      ledger: WatchLedger) -> bool:
         """Cut watched file ``f`` into clips from where its ledger ``entry`` says an earlier
@@ -263,51 +336,13 @@ class Capture:
         if origin is None:  # a camera closes the file when it stops: mtime ≈ end
             origin = st.st_mtime - info.duration
         log.info("cutting %s into clips (from %.1f s)", f.name, entry["done_until"])
-        seg = self._segmenter()
-
-        def progress(seconds: float) -> None:
-            entry["done_until"] = seconds
-            ledger.save(key, entry)
-
-        def opened(part: Path) -> None:
-            entry["part"] = part.name
-            ledger.save(key, entry)
-
-        seg.on_open = opened
         try:
-            with av.open(str(f)) as container:
-                seg.run(container, origin, skip_until=entry["done_until"], on_progress=progress)
+            if self._cut_resumable(av.open(str(f)), key, {**entry, "origin": origin}, ledger):
+                return True
         except (CaptureError, av.error.FFmpegError) as e:
             rec.last_error = f"{f.name}: {e}"
             log.error("watched file %s stopped: %s", f.name, e)
         if rec.stop.is_set():
             return False
-        entry["complete"] = True
-        ledger.save(key, entry)
+        ledger.save(key, {**ledger.entries.get(key, entry), "complete": True})
         return True
-
-
-class WatchLedger:
-    """Progress per watched file, in ``<spool>/watched.json``: for each file (its resolved
-    path) its ``sig`` (size in bytes, mtime in ns), ``done_until`` (source seconds already
-    cut into clips), ``part`` (the ``.part`` clip last opened from it), ``complete`` and, for
-    a file that could not be read, ``error``."""
-
-    def __init__(self, spool: Path) -> None:
-        self.path = spool / "watched.json"
-        self.entries: dict[str, dict] = (json.loads(self.path.read_text())
-                                         if self.path.exists() else {})
-
-    def save(self, key: str, entry: dict) -> None:
-        """Set the entry of one file and rewrite the ledger atomically."""
-        self.entries[key] = entry
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.entries, indent=1))
-        os.replace(tmp, self.path)
-
-    def unfinished_parts(self) -> dict[str, str]:
-        """``.part`` name → watched file name, for the files that were being cut when the
-        recorder stopped (the file is still there, so its unfinished clip is cut again
-        rather than repaired)."""
-        return {e["part"]: Path(k).name for k, e in self.entries.items()
-                if e.get("part") and not e.get("complete")}

@@ -19,12 +19,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from edge.errors import RecordError
-from edge.record.capture import Capture, SourceSpec, WatchLedger
+from edge.errors import CaptureError, RecordError
+from edge.record.audio import SilenceWatch
+from edge.record.capture import Capture, SourceSpec
+from edge.record.ledger import FILE_KEY_PREFIX, WatchLedger
 from edge.record.spool import finished_clips, partial_clips, plan_retention, repair, spool_dir
 from edge.record.status import snapshot, status_path, write_status
 from edge.record.worker import IngestWorker
+
+if TYPE_CHECKING:
+    from edge.pyramid import PyramidOptions
 
 log = logging.getLogger("edge.record")
 
@@ -40,6 +46,10 @@ class RecordOptions:
     ``reencode``: encode the video instead of stream copying it.
     ``settle``: seconds a watched file must stay unchanged before it is read.
     ``poll``: seconds between status writes, policy checks and folder scans.
+    ``pyramid``: build the PyraVid pyramid (facts, clip and global nodes, links) as ``edge
+    ingest --pyramid`` does; ``None``: keys only (``--no-pyramid``).
+    ``silent_after``: warn when the source's audio stays silent (below
+    :data:`edge.record.audio.SILENCE_DBFS`) this long; ``None``: never.
     """
 
     clip_seconds: float = 30.0
@@ -50,6 +60,8 @@ class RecordOptions:
     reencode: bool = False
     settle: float = 5.0
     poll: float = 1.0
+    pyramid: PyramidOptions | None = None
+    silent_after: float | None = 180.0
 
 
 class Recorder:
@@ -76,6 +88,7 @@ class Recorder:
         self.last_error: str | None = None
         self.last_deletion: str | None = None
         self.deleted = 0                     # raw clips deleted by the storage policy
+        self.silence = SilenceWatch(options.silent_after)  # the source's audio level
         self.worker = IngestWorker(self)     # the queue: clips in memory, being ingested
         self.capture = Capture(self)         # the clips recorded, the current clip
         self._lockfile = None
@@ -122,18 +135,23 @@ class Recorder:
         every finished clip not yet in memory is pending; ingest hashes each file, so a clip
         is never stored twice, and a clip whose ingest was cut short is resumed. The
         ``.part`` clip that was being written is remuxed up to where it still decodes, or
-        discarded (both logged); one cut from a watched file is discarded and cut again.
+        discarded (both logged); one cut from a file that this run cuts again (a watched
+        file, the file source) is discarded instead.
         """
         from edge.store import Memory
 
-        recut = WatchLedger(self.spool).unfinished_parts()
+        ledger = WatchLedger(self.spool)
+        unfinished = ledger.unfinished_parts()
         for part in partial_clips(self.spool):
-            if part.name in recut:
+            key = unfinished.get(part.name)
+            if key is not None and self._cut_again(key):
                 part.unlink()
                 log.warning("discarded half-written clip %s: it is cut again from %s",
-                            part.name, recut[part.name])
+                            part.name, ledger.name_of(key))
             else:
-                repair(part)
+                fixed = repair(part)
+                if key is not None:  # a file not recorded now: resume it after the repair
+                    ledger.repaired(key, fixed)
         done: set[str] = set()
         if self.memory_path.exists():  # else created by the first ingest (an empty file
             with Memory(self.memory_path, create=True) as memory:  # left by a kill is fine)
@@ -148,6 +166,17 @@ class Recorder:
         if pending:
             log.info("resuming: %d finished clip(s) not yet in memory", len(pending))
         return pending
+
+    def _cut_again(self, key: str) -> bool:
+        """Whether the file of ledger ``key`` is cut again by this run (a watched file, or
+        the file source being recorded), so its half-written clip is discarded, not
+        repaired."""
+        if not key.startswith(FILE_KEY_PREFIX):
+            return True
+        try:
+            return key == self.capture.resume_key()
+        except CaptureError:
+            return False  # the source cannot be read: capture says so
 
     # ---- storage policy and status ------------------------------------------------------
 
@@ -175,7 +204,9 @@ class Recorder:
         """The recorder's state as written to the status file: ``state`` (starting,
         recording, backpressure, ingesting, stopping, stopped, failed), ``queue`` (clips
         waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in memory),
-        ``disk`` (raw clip bytes, budget, free bytes, floor), ``last_error``."""
+        ``disk`` (raw clip bytes, budget, free bytes, floor), ``audio`` (the source's level
+        and the silence warning, :meth:`edge.record.audio.SilenceWatch.status`),
+        ``last_error``."""
         return snapshot(self)
 
     def write_status(self) -> None:
@@ -226,6 +257,7 @@ class Recorder:
         finally:
             for sig, h in handlers.items():
                 signal.signal(sig, h)
+            self._lockfile.close()  # releases the lock: the memory may be recorded into again
         failed = self.worker.crashed or (self.last_error is not None
                                          and self.capture.recorded == 0
                                          and self.capture_done.is_set())

@@ -171,38 +171,50 @@ class Segmenter:
         self.on_clip(path, w.start, max(0.0, w.last - w.offset))
 
     def run(self, container, origin: float, *, pace: float | None = None,
-            skip_until: float = 0.0, on_progress: Callable[[float], None] | None = None
-            ) -> float:
+            skip_until: float = 0.0, on_progress: Callable[[float], None] | None = None,
+            resumable: bool = False) -> float:
         """Read ``container`` to its end (or ``stop``); returns the source seconds read.
 
         ``origin``: Unix time of the source's first packet. ``pace``: replay at this multiple
-        of real time (a file as a live source). ``skip_until``: source seconds already cut
-        into clips by an earlier run (a watched file resumed after a restart).
-        ``on_progress(seconds)`` after each clip with the source seconds cut so far.
-        Raises :class:`CaptureError` when the source has no video or audio, or when reading
-        it fails (the clip being written is closed and published first).
+        of real time (a file as a live source); skipped footage is not paced.
+        ``skip_until``: source seconds already cut into clips by an earlier run (a file
+        resumed after a restart). ``on_progress(seconds)`` after each clip with the source
+        seconds cut so far. ``resumable`` (a file another run resumes from ``on_progress``'s
+        seconds): on ``stop`` a stream-copied clip is closed at the next video keyframe, not
+        at once, so the next run's first clip starts exactly where it ends. Raises
+        :class:`CaptureError` when the source has no video or audio, or when reading it fails
+        (the clip being written is closed and published first).
         """
         import av
 
         src = self._open_streams(container, origin)
-        wall0 = time.monotonic()
+        wall0 = None
         rel = 0.0
         self._paused = False
+        stopping = False
         try:
             for pkt in container.demux(src.streams):
-                if self.stop.is_set():
-                    break
                 t = _ptime(pkt)
                 if t is None:
                     continue
                 if src.t0 is None:
                     src.t0 = t
                 rel = t - src.t0
-                if pace:
-                    delay = wall0 + rel / pace - time.monotonic()
-                    if delay > 0 and self.stop.wait(delay):
+                if rel < skip_until:
+                    continue
+                if pace and not stopping:
+                    if wall0 is None:
+                        wall0 = time.monotonic()
+                    delay = wall0 + (rel - skip_until) / pace - time.monotonic()
+                    if delay > 0:
+                        self.stop.wait(delay)
+                if self.stop.is_set() and not stopping:
+                    if not (resumable and self._can_finish_at_keyframe(src)):
                         break
-                if rel < skip_until or not self._room_on_disk():
+                    stopping = True  # read on, unpaced, up to the next cut point
+                if stopping and pkt.stream is src.video and pkt.is_keyframe:
+                    break  # the next run's first clip starts at this keyframe
+                if not self._room_on_disk():
                     continue
                 if not self._write(src, pkt, rel, on_progress):
                     break
@@ -214,6 +226,11 @@ class Segmenter:
         if on_progress:
             on_progress(rel)
         return rel
+
+    def _can_finish_at_keyframe(self, src: _Source) -> bool:
+        """Whether a stopped run can close its clip at the next video keyframe: a clip is
+        open and its video is stream-copied."""
+        return self.writer is not None and src.video is not None and src.encoder is None
 
     def _open_streams(self, container, origin: float) -> _Source:
         """Pick the streams to record and whether the video must be encoded."""

@@ -70,6 +70,7 @@ def snapshot(rec: Recorder) -> dict:
                  "raw_budget": options.raw_budget, "keep_raw": options.keep_raw,
                  "free_bytes": free, "min_free": options.min_free,
                  "deleted_clips": rec.deleted},
+        "audio": rec.silence.status(),
         "last_deletion": rec.last_deletion,
         "last_error": rec.last_error,
     }

@@ -6,6 +6,11 @@ in RAM, so a restart finds the same queue on disk. The queue is bounded by ``max
 a source that can wait (a file, a watched folder) pauses at the bound (back-pressure,
 :meth:`IngestWorker.wait_for_room`); a live source cannot pause and keeps recording.
 
+With ``RecordOptions.pyramid`` each clip also gets its PyraVid facts, clip node and links, as
+``edge ingest`` builds them (one :class:`~edge.pyramid.Pyramid` for the whole session); the
+global nodes are finalized every ``global_every`` clips and when the recording ends, not after
+every clip (:class:`SessionPyramid`).
+
 A clip that cannot be read is moved to ``<spool>/failed/``. When the models cannot run
 (weights missing, a remote role unreachable) the clip stays in the spool and is tried again
 every :data:`MODEL_RETRY_SECONDS`, and on the next start.
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edge.pyramid import Pyramid
 from edge.record.spool import clip_start, finished_clips
 
 if TYPE_CHECKING:
@@ -64,6 +70,7 @@ class IngestWorker:
         self.ingesting: str | None = None
         self.failed = 0
         self.crashed = False
+        self.pyramid: SessionPyramid | None = None  # built with the hub, when asked for
 
     def pending(self) -> list[Path]:
         """The queue: finished clips in the spool not yet in memory, oldest first."""
@@ -110,6 +117,8 @@ class IngestWorker:
                 if hub is None:
                     memory = Memory(rec.memory_path, create=True)
                     hub = rec.hub_factory()
+                    if rec.options.pyramid is not None:
+                        self.pyramid = SessionPyramid(memory, hub, rec.options.pyramid)
                 if not self._ingest_next(memory, hub, queue[0]):
                     return
         except Exception as e:  # the memory is unusable: stop recording rather than pile up
@@ -120,7 +129,24 @@ class IngestWorker:
             rec.stop.set()
         finally:
             if memory is not None:
+                if not self.crashed:
+                    self._finalize(memory, hub)
                 memory.close()
+
+    def _finalize(self, memory, hub) -> None:
+        """Integrate the clips stored since the last finalize into the global nodes (see
+        :meth:`SessionPyramid.finalize_now`); its model calls are recorded under ``record``.
+        Errors are logged, never raised (the clips themselves are stored)."""
+        p = self.pyramid
+        if p is None or p.waiting == 0:
+            return
+        mark = len(hub.usage.records)
+        try:
+            p.finalize_now()
+        except Exception as e:  # noqa: BLE001 (the next finalize integrates them)
+            log.error("could not update the global nodes: %s: %s", e.__class__.__name__, e)
+        finally:
+            memory.record_calls("record", hub.usage.records[mark:])
 
     def _ingest_next(self, memory, hub, clip: Path) -> bool:
         """Ingest the oldest clip of the queue; its model calls are recorded under the
@@ -139,6 +165,10 @@ class IngestWorker:
             self.ingesting = None
         if done.ok:
             self._stored(clip, done)
+            if self.pyramid is not None:
+                self.pyramid.waiting += done.clips_added
+                if self.pyramid.waiting >= self.pyramid.options.global_every:
+                    self._finalize(memory, hub)
         else:
             self._move_to_failed(clip, done.message)
         return True
@@ -154,7 +184,7 @@ class IngestWorker:
             opts = IngestOptions(start=clip_start(clip),
                                  clip_seconds=max(self.rec.options.clip_seconds,
                                                   info.duration + 1.0))
-            report = ingest_paths(memory, hub, [clip], opts)
+            report = ingest_paths(memory, hub, [clip], opts, pyramid=self.pyramid)
         except MediaError as e:
             return _Ingested(False, str(e))
         result = report.results[0]
@@ -187,3 +217,26 @@ class IngestWorker:
         failed.mkdir(exist_ok=True)
         os.replace(clip, failed / clip.name)
         log.error("could not ingest %s (%s); moved it to %s", clip.name, message, failed)
+
+
+class SessionPyramid(Pyramid):
+    """The :class:`~edge.pyramid.Pyramid` of one recording session.
+
+    :func:`edge.ingest.ingest_paths` finalizes its pyramid at the end of every call, which
+    for the recorder is every clip (two more memory-LLM calls per clip); here that
+    :meth:`finalize` is a no-op and the worker calls :meth:`finalize_now` every
+    ``global_every`` clips (``waiting`` counts them) and when the recording ends.
+    """
+
+    def __init__(self, memory, hub, options) -> None:
+        super().__init__(memory, hub, options)
+        self.waiting = 0  # clips stored since the last finalize_now
+
+    def finalize(self) -> None:
+        """Deferred: see :meth:`finalize_now`."""
+
+    def finalize_now(self) -> None:
+        """The pyramid's end of run (:meth:`edge.pyramid.Pyramid.finalize`): waiting clips
+        into their day's global node, then the overall node."""
+        super().finalize()
+        self.waiting = 0
