@@ -88,10 +88,10 @@ def json_option(help: str):
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
-# ---- ingest and ingest-captions ---------------------------------------------------------
+# ---- ingest, ingest-captions, record----------------------------------------------------
 
 def pyramid_options(fn):
-    """PyraVid pyramid switches shared by ``ingest`` and ``ingest-captions``."""
+    """PyraVid pyramid switches shared by ``ingest``, ``ingest-captions`` and ``record``."""
     return _apply(fn, [
         click.option("--pyramid/--no-pyramid", "pyramid", default=True, show_default=True,
                      help="Build the PyraVid pyramid (facts, clip and global nodes, links): "
