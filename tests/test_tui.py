@@ -208,6 +208,45 @@ def test_escape_cancels_a_running_question_at_once(day, hub):
     run(go())
 
 
+@pytest.mark.slow  # the caption ingest embeds the keys with the real embedder
+def test_last_ingest_follows_a_caption_ingest_that_resumes_its_file(tmp_path, hub,
+                                                                   monkeypatch):
+    """``edge ingest-captions --limit 2`` three days ago, the rest of the file now, while the
+    chat is open: the status bar's last ingest moves to now on its own refresh instead of
+    keeping the date the file was first registered."""
+    import re
+    from datetime import datetime
+
+    import tui.app
+
+    monkeypatch.setattr(tui.app, "STATUS_EVERY", 0.2)
+    src = tmp_path / "captions.json"
+    src.write_text(json.dumps(json.loads(shared(EGOLIFE_DAY1).read_text())[:4]))
+    path = tmp_path / "m.db"
+    with Memory(path) as memory:
+        assert ingest_caption_file(memory, hub, src, limit=2).clips_added == 2
+        memory.db.execute("UPDATE sources SET added_at = added_at - 3 * 86400")  # 3 days ago
+
+    def last_ingest(bar) -> float:
+        when = re.search(r"last ingest (\S+ \S+)", str(bar.render())).group(1)
+        return datetime.strptime(when, "%Y-%m-%d %H:%M").timestamp()
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=(200, 30)) as pilot:
+            bar = app.screen.query_one(StatusBar)
+            assert "2 clips" in str(bar.render())
+            assert time.time() - last_ingest(bar) > 2 * 86400
+            added = time.time()
+            with Memory(path, create=False) as memory:
+                assert ingest_caption_file(memory, hub, src).status == "resumed"
+            await until(pilot, lambda: "4 clips" in str(bar.render()), 10, "the refresh")
+            return added, last_ingest(bar)
+
+    added, shown = run(go())
+    assert added - 60 <= shown <= time.time()
+
+
 def test_first_run_says_how_to_ingest_instead_of_failing(tmp_path, hub):
     missing = tmp_path / "new" / "memory.db"
 
