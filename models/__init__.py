@@ -1,7 +1,8 @@
 """Model roles and their backends; knows nothing about clips or memory.
 
 Public API: the manifest (profiles, roles, model specs), the weight resolver, the
-:class:`ModelHub` that loads each role once, and the usage meter that counts every call.
+:class:`ModelHub` that loads each role once, the usage meter that counts every call, and
+:func:`cancel_scope` that stops a thread's LLM calls (:class:`GenerationCancelled`).
 """
 
 import os
@@ -23,6 +24,7 @@ os.environ.setdefault("GGML_NO_BACKTRACE", "1")  # a ggml assert otherwise forks
 # tests/test_offline.py straces ingest and ask for any lookup.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
+from models.cancel import GenerationCancelled, cancel_scope  # noqa: E402
 from models.hub import ModelHub, default_threads  # noqa: E402
 from models.registry import (
     ROLES,
@@ -40,6 +42,7 @@ __all__ = [
     "ROLES",
     "CallRecord",
     "ConfigError",
+    "GenerationCancelled",
     "Manifest",
     "ModelHub",
     "ModelSpec",
@@ -48,6 +51,7 @@ __all__ = [
     "UsageMeter",
     "WeightsCorruptError",
     "WeightsMissingError",
+    "cancel_scope",
     "default_threads",
     "load_manifest",
     "resolve_weights",

@@ -12,10 +12,13 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from models.cancel import GenerationCancelled, current_cancel, raise_if_cancelled
 from models.usage import CallRecord, UsageMeter
 
 # A ggml assert otherwise forks gdb and hangs for minutes (MODELS.md).
@@ -108,7 +111,10 @@ class LlamaCppLLM:
         """One chat completion, counted under ``role``.
 
         With ``schema`` the output is constrained by llama.cpp's JSON-schema grammar.
-        Raises :class:`ContextOverflowError` when the prompt plus ``max_tokens`` exceeds n_ctx.
+        Raises :class:`ContextOverflowError` when the prompt plus ``max_tokens`` exceeds n_ctx,
+        :class:`models.cancel.GenerationCancelled` when the thread's cancel event
+        (:func:`models.cancel.cancel_scope`) is set before or during the call (then nothing
+        is counted).
         """
         prompt_tokens = sum(self.count_tokens(str(m.get("content", ""))) + 8 for m in messages)
         if prompt_tokens + max_tokens > self.n_ctx:
@@ -119,8 +125,9 @@ class LlamaCppLLM:
         kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        cancel = current_cancel()
         t0 = time.perf_counter()
-        with self._lock:
+        with self._lock, self._abort_on(cancel):
             out = self._llm.create_chat_completion(messages=messages, **kwargs)
         seconds = time.perf_counter() - t0
         usage = out.get("usage") or {}
@@ -134,6 +141,33 @@ class LlamaCppLLM:
         if self.usage is not None:
             self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds))
         return res
+
+    @contextmanager
+    def _abort_on(self, cancel: threading.Event | None) -> Iterator[None]:
+        """Make llama.cpp abort the decoding (a prompt batch or the next token) as soon as
+        ``cancel`` is set: its abort callback, checked between graph nodes, is installed
+        only for this call (the caller holds ``self._lock``). An aborted decode surfaces
+        from llama-cpp-python as ``RuntimeError``; it becomes :class:`GenerationCancelled`."""
+        raise_if_cancelled(cancel, self.name)
+        if cancel is None:
+            yield
+            return
+        import llama_cpp
+
+        callback = llama_cpp.ggml_abort_callback(lambda _data: cancel.is_set())
+        llama_cpp.llama_set_abort_callback(self._llm.ctx, callback, None)
+        try:
+            yield
+        except RuntimeError:
+            if not cancel.is_set():
+                raise
+            # the aborted decode left no logits to sample from: the next call reads its
+            # prompt again instead of reusing the cached prefix
+            self._llm.reset()
+            raise GenerationCancelled(f"{self.name}: cancelled") from None
+        finally:
+            llama_cpp.llama_set_abort_callback(self._llm.ctx, llama_cpp.ggml_abort_callback(),
+                                               None)
 
     def chat_json(
         self,
@@ -171,11 +205,13 @@ class LlamaCppLLM:
                 ) from second
 
     def close(self) -> None:
-        """Free the llama.cpp context (call explicitly; MODELS.md)."""
-        llm = getattr(self, "_llm", None)
-        if llm is not None:
-            llm.close()
-            self._llm = None
+        """Free the llama.cpp context (call explicitly; MODELS.md), after the call in flight
+        (if any) has ended: a cancelled one ends within a graph node."""
+        with self._lock:
+            llm = getattr(self, "_llm", None)
+            if llm is not None:
+                llm.close()
+                self._llm = None
 
 
 def _short(err: Exception) -> str:

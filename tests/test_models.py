@@ -77,3 +77,64 @@ def test_broken_llm_json_falls_back_to_marked_extractive_keys(hub):
     assert keys == extractive_keys(caption)
     assert keys.origin == "extractive" and keys.dialogue == "hi there"
     assert '"EXIT"' in keys.object
+
+
+def _cancel_after(llm, messages, delay: float, max_tokens: int) -> tuple[object, float, float]:
+    """Run ``llm.chat`` in a thread inside a cancel scope and set the event after ``delay``
+    seconds: ``(what the call returned or raised, seconds from the cancel to the call's
+    end, seconds the call ran)``."""
+    import threading
+    import time
+
+    from models import GenerationCancelled, cancel_scope
+
+    event, box = threading.Event(), {}
+
+    def work():
+        box["start"] = time.monotonic()
+        with cancel_scope(event):
+            try:
+                box["out"] = llm.chat(messages, role="solver", max_tokens=max_tokens)
+            except GenerationCancelled as e:
+                box["out"] = e
+        box["end"] = time.monotonic()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(delay)
+    cancelled = time.monotonic()
+    event.set()
+    thread.join(120)
+    assert not thread.is_alive()
+    return box["out"], box["end"] - cancelled, box["end"] - box["start"]
+
+
+def test_a_cancelled_llm_call_stops_while_reading_and_while_writing(hub):
+    """The chat's Esc: setting the scope's event stops the llama.cpp call within a moment,
+    whether it is still reading a long prompt or generating a long reply; nothing is
+    counted, and the next call answers exactly as before (the aborted state is not reused)."""
+    from models import GenerationCancelled
+
+    llm = hub.llm("solver")
+    hello = [{"role": "user", "content": "Say hello."}]
+    before = llm.chat(hello, role="solver", max_tokens=12).text
+    calls = hub.usage.mark()
+    reading = [{"role": "user", "content": "Summarize: " + "The cat sat on the mat. " * 300}]
+    writing = [{"role": "user", "content": "Count from 1 to 500, separated by commas."}]
+    for messages, delay in ((reading, 1.0), (writing, 3.0)):
+        out, latency, ran = _cancel_after(llm, messages, delay, max_tokens=1000)
+        # uncancelled, the 1900-token prompt or the 1000-token reply takes far longer
+        assert isinstance(out, GenerationCancelled), out
+        assert latency < 3.0, f"the call ended {latency:.2f} s after the cancel"
+        assert ran < delay + 3.0
+    assert hub.usage.records[calls:] == []
+    assert llm.chat(hello, role="solver", max_tokens=12).text == before
+    # a scope whose event is already set stops the call before it starts
+    import threading
+
+    from models import cancel_scope
+
+    done = threading.Event()
+    done.set()
+    with cancel_scope(done), pytest.raises(GenerationCancelled):
+        llm.chat(hello, role="solver", max_tokens=12)

@@ -301,6 +301,38 @@ def test_a_slow_answer_is_a_timeout_that_says_how_to_raise_it(server):
 
 
 @pytest.mark.slow
+def test_a_cancelled_remote_call_returns_at_once_and_counts_nothing(server):
+    """The chat's Esc with a remote solver: the caller stops waiting within a moment of the
+    cancel; the server's late reply is dropped, so only the next call is counted."""
+    from models import GenerationCancelled, cancel_scope
+
+    llm = RemoteLLM(RemoteConfig(role="solver", base_url=server, model="qwen-0.5b"),
+                    usage=UsageMeter())
+    count = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
+    event, box = threading.Event(), {}
+
+    def ask():
+        with cancel_scope(event):
+            try:
+                box["out"] = llm.chat(count, role="solver", max_tokens=64)
+            except GenerationCancelled as e:
+                box["out"] = e
+        box["end"] = time.monotonic()
+
+    t = threading.Thread(target=ask)
+    t.start()
+    time.sleep(0.5)  # the request is on the server (64 tokens take seconds there)
+    cancelled = time.monotonic()
+    event.set()
+    t.join(30)
+    assert isinstance(box["out"], GenerationCancelled), box["out"]
+    assert box["end"] - cancelled < 2.0
+    res = llm.chat([{"role": "user", "content": "Say ok."}], role="solver", max_tokens=4)
+    assert res.tokens_out > 0 and len(llm.usage.records) == 1
+    llm.close()
+
+
+@pytest.mark.slow
 def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tmp_path):
     """`edge ask` end to end with the solver on the server: filtering, sufficiency and the
     final answer are remote calls, counted with the server's token counts; retrieval and

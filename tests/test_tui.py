@@ -208,6 +208,103 @@ def test_escape_cancels_a_running_question_at_once(day, hub):
     run(go())
 
 
+LONG = {"max_rounds": 1, "top_n": 12, "loop": "single"}
+"""Twelve anchors: the solver reads a prompt of ~2000 tokens, many seconds on 2 cores."""
+
+
+async def start_long_solver_call(pilot) -> None:
+    """Ask a question and return once its (long) solver call is under way."""
+    await type_question(pilot, "What did we eat for dinner?")
+    pending = pilot.app.screen.query_one(".pending", Bubble)
+    await until(pilot, lambda: "the solver reads" in str(pending.render()), 120,
+                "the solver call")
+    await pilot.pause(0.5)
+
+
+def solver_calls_since(hub, mark: int) -> list:
+    return [r for r in hub.usage.records[mark:] if r.role == "solver"]
+
+
+@pytest.mark.slow
+def test_escape_stops_the_model_call_itself(day, hub):
+    """Esc does not only free the screen: the solver call in flight is aborted (it is never
+    completed, so never counted) and the worker ends within a moment."""
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub, delta=0, ask_options=LONG)
+        async with app.run_test(size=SIZE) as pilot:
+            await start_long_solver_call(pilot)
+            assert app.ask_lock.locked()
+            mark, t0 = hub.usage.mark(), time.monotonic()
+            await pilot.press("escape")
+            await until(pilot, lambda: not app.ask_lock.locked(), 300, "the worker to end")
+            return mark, time.monotonic() - t0
+
+    mark, took = run(go())
+    assert solver_calls_since(hub, mark) == []  # the call did not run to its end
+    assert took < 5.0, f"the worker ended {took:.1f} s after Esc"
+
+
+@pytest.mark.slow
+def test_ctrl_q_quits_at_once_while_a_model_call_runs(day, hub):
+    """Ctrl+Q during the solver call: the app, its worker thread and the event loop (which
+    joins the thread) are all done within seconds, and the call was aborted."""
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub, delta=0, ask_options=LONG)
+        async with app.run_test(size=SIZE) as pilot:
+            await start_long_solver_call(pilot)
+            mark, t0 = hub.usage.mark(), time.monotonic()
+            await pilot.press("ctrl+q")
+        return mark, t0
+
+    mark, t0 = run(go())
+    took = time.monotonic() - t0
+    assert solver_calls_since(hub, mark) == []
+    assert took < 5.0, f"quitting took {took:.1f} s"
+
+
+@pytest.mark.slow  # the caption ingest embeds the keys with the real embedder
+def test_last_ingest_follows_a_caption_ingest_that_resumes_its_file(tmp_path, hub,
+                                                                   monkeypatch):
+    """``edge ingest-captions --limit 2`` three days ago, the rest of the file now, while the
+    chat is open: the status bar's last ingest moves to now on its own refresh instead of
+    keeping the date the file was first registered."""
+    import re
+    from datetime import datetime
+
+    import tui.app
+
+    monkeypatch.setattr(tui.app, "STATUS_EVERY", 0.2)
+    src = tmp_path / "captions.json"
+    src.write_text(json.dumps(json.loads(shared(EGOLIFE_DAY1).read_text())[:4]))
+    path = tmp_path / "m.db"
+    with Memory(path) as memory:
+        assert ingest_caption_file(memory, hub, src, limit=2).clips_added == 2
+        memory.db.execute("UPDATE sources SET added_at = added_at - 3 * 86400")  # 3 days ago
+
+    def last_ingest(bar) -> float:
+        when = re.search(r"last ingest (\S+ \S+)", str(bar.render())).group(1)
+        return datetime.strptime(when, "%Y-%m-%d %H:%M").timestamp()
+
+    async def go():
+        app = EdgeApp(path, hub)
+        async with app.run_test(size=(200, 30)) as pilot:
+            bar = app.screen.query_one(StatusBar)
+            assert "2 clips" in str(bar.render())
+            assert time.time() - last_ingest(bar) > 2 * 86400
+            added = time.time()
+            with Memory(path, create=False) as memory:
+                assert ingest_caption_file(memory, hub, src).status == "resumed"
+            await until(pilot, lambda: "4 clips" in str(bar.render()), 10, "the refresh")
+            return added, last_ingest(bar)
+
+    added, shown = run(go())
+    assert added - 60 <= shown <= time.time()
+
+
 def test_first_run_says_how_to_ingest_instead_of_failing(tmp_path, hub):
     missing = tmp_path / "new" / "memory.db"
 

@@ -4,7 +4,9 @@ The app owns two things the screens share: a read connection to the memory for t
 thread (timeline, clips, status) and the model hub. Each question opens its own connection
 in its worker thread (SQLite WAL lets it read while a recorder writes), and questions run
 one at a time (``ask_lock``) so a cancelled question's last model call never overlaps the
-next question's.
+next question's. A question's model calls run in a :func:`models.cancel_scope` of its
+worker's cancel event: Esc (``Worker.cancel``) and Ctrl+Q stop the call in flight within
+a moment, and quitting never waits for a model to finish.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import NoActiveWorker, get_current_worker
 
 from edge.answer import Answer, ask
 from edge.errors import USER_ERRORS, StoreError
 from edge.store import Memory
+from models import cancel_scope
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
 from tui.screens.help import HelpScreen
@@ -61,7 +65,7 @@ class EdgeApp(App):
         self.ask_lock = threading.Lock()
         self.memory: Memory | None = None
         self.open_error: str | None = None  # why the memory file could not be opened
-        self.status: MemoryStatus = memory_status(self.memory_path, None, hub)
+        self.status: MemoryStatus | None = None
         self._open_memory()
 
     # -- memory and status
@@ -75,7 +79,7 @@ class EdgeApp(App):
                 if str(e) != self.open_error and self.is_running:
                     self.notify(str(e), severity="error", timeout=15)
                 self.open_error = str(e)
-        self.status = memory_status(self.memory_path, self.memory, self.hub)
+        self.status = memory_status(self.memory_path, self.memory, self.hub, self.status)
 
     def get_default_screen(self) -> ChatScreen:
         """The chat screen, under every other screen."""
@@ -98,6 +102,12 @@ class EdgeApp(App):
             for bar in screen.query(StatusBar):
                 bar.show(self.status)
 
+    async def action_quit(self) -> None:
+        """Ctrl+Q: cancel every worker first, so a question's model call stops now instead of
+        holding the exit (asyncio joins the worker threads when the app ends)."""
+        self.workers.cancel_all()
+        self.exit()
+
     def on_unmount(self) -> None:
         """Close the UI thread's connection to the memory."""
         if self.memory is not None:
@@ -107,8 +117,14 @@ class EdgeApp(App):
     # -- questions (called from the worker thread)
     def run_ask(self, question: str, on_progress) -> Answer:
         """Answer ``question`` on a connection of this thread; model calls are stored under
-        the ``chat`` command like ``edge ask`` stores its own."""
-        with Memory(self.memory_path, create=False) as memory:
+        the ``chat`` command like ``edge ask`` stores its own. Called from a Textual worker,
+        its model calls stop when the worker is cancelled (Esc, Ctrl+Q): they raise
+        :class:`models.GenerationCancelled`."""
+        try:
+            cancel = get_current_worker().cancelled_event
+        except NoActiveWorker:
+            cancel = None
+        with Memory(self.memory_path, create=False) as memory, cancel_scope(cancel):
             mark = self.hub.usage.mark()
             try:
                 return ask(memory, self.hub, question, delta=self.delta,

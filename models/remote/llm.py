@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from models.cancel import current_cancel, run_cancellable
 from models.llm import ChatResult, ContextOverflowError, LLMOutputError, _parse_valid, _short
 from models.registry import ConfigError
 from models.remote.config import (
@@ -109,7 +110,10 @@ class RemoteLLM:
                 probing: bool = False) -> ChatResult:
         """One request, counted under ``role``. ``probing``: this response_format may be
         unsupported; a server error answer is then not retried and raises
-        :class:`_FormatRejected`. SDK errors become this module's (:meth:`_error`)."""
+        :class:`_FormatRejected`. SDK errors become this module's (:meth:`_error`). Inside a
+        :func:`models.cancel.cancel_scope` the request waits on a daemon thread and the set
+        event raises :class:`models.cancel.GenerationCancelled` at once (the server's reply,
+        when it comes, is dropped and not counted)."""
         import openai
 
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
@@ -118,8 +122,10 @@ class RemoteLLM:
             kwargs["response_format"] = response_format
         t0 = time.perf_counter()
         try:
-            out = self._probe(kwargs) if probing else self._client.chat.completions.create(
-                **kwargs)
+            out = run_cancellable(
+                (lambda: self._probe(kwargs)) if probing else
+                (lambda: self._client.chat.completions.create(**kwargs)),
+                current_cancel(), f"role {self.config.role}")
         except (openai.APIConnectionError, openai.APIStatusError) as e:
             err = self._error(e)
             # only an unexpected error status keeps the SDK's exception as its cause
@@ -200,8 +206,9 @@ class RemoteLLM:
         :class:`ContextOverflowError` when the estimated prompt plus ``max_tokens`` exceeds
         ``n_ctx`` (or the server says so), :class:`ConfigError` for frames the role may not
         send, a rejected key or an unknown model, :class:`RemoteUnavailableError` when the
-        server is unreachable, times out or keeps failing after ``max_retries`` retries, and
-        :class:`RemoteError` for any other error answer."""
+        server is unreachable, times out or keeps failing after ``max_retries`` retries,
+        :class:`RemoteError` for any other error answer, and
+        :class:`models.cancel.GenerationCancelled` when the thread's cancel event is set."""
         if not self.config.allow_frames and _has_images(messages):
             raise ConfigError(
                 f"role {self.config.role}: refusing to send frames to {self.config.base_url}; "

@@ -1,9 +1,9 @@
 """The chat screen: conversation and question box on the left, evidence on the right.
 
 A question runs in a Textual worker thread, so the screen never freezes while a model
-works. Esc cancels: the screen returns at once and drops the late result; the thread
-stops at the next progress point of :func:`edge.answer.ask` (before its next search or
-model call) because the progress callback raises once the worker is cancelled.
+works. Esc cancels: the screen returns at once and drops the late result; the model call
+in flight stops (:meth:`tui.app.EdgeApp.run_ask` runs it in the worker's cancel scope),
+and the progress callback raises before the next search or model call.
 """
 
 from __future__ import annotations
