@@ -317,6 +317,21 @@ def test_a_next_query_that_repeats_itself_is_collapsed_and_a_tried_one_ends_the_
     assert nxt == [] and "already searched" in why
 
 
+def test_a_looping_query_cut_mid_word_by_its_budget_is_the_tried_question_again():
+    """Issue 10 item 3, as the 0.5B solver did it: the question repeated until the 150-
+    character search budget cut it mid-word. The cut copy must not make it a new query."""
+    from edge.answer.steps import next_queries
+    q = "What did Lucia say about the red kettle?"
+    looped = (q + " ") * 4
+    insufficient = {"sufficient": False, "search": looped[:150]}
+    nxt, why = next_queries(insufficient, {q})
+    assert nxt == [] and "already searched" in why
+    from edge.answer.steps import repeats_query
+    assert repeats_query("what did lucia say about the red kettle what did", q)
+    assert not repeats_query("what did lucia say about the red kettle price", q)
+    assert not repeats_query("kettle", q) and not repeats_query(q, "")
+
+
 def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
     add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it."])
     a = ask(memory, hub, "Who bought the red kettle?", answer_tokens=8, max_rounds=1,

@@ -160,9 +160,23 @@ def next_queries(decision: Decision | None, tried: set[str]) -> tuple[list[str],
     nxt = collapse_query(decision.get("search", ""))
     if not nxt:
         return [], ""
-    if normal_query(nxt) in {normal_query(t) for t in tried}:
+    if any(repeats_query(nxt, t) for t in tried):
         return [], f"the next search {nxt!r} was already searched; answering with what was found"
     return [nxt], ""
+
+
+def repeats_query(query: str, tried: str) -> bool:
+    """Whether ``query`` is the ``tried`` query again, compared by :func:`normal_query`:
+    the same words, or the same words followed by a copy of them cut short, even mid-word
+    (``"who bought the kettle who bought th"``: a looping query stopped by its token budget,
+    whose cut tail :func:`collapse_query` cannot see as a repeat)."""
+    q, t = normal_query(query), normal_query(tried)
+    if not t:
+        return False
+    if q == t:
+        return True
+    tail = q[len(t) + 1:] if q.startswith(t + " ") else ""
+    return bool(tail) and t.startswith(tail)
 
 
 def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Packed]]:
