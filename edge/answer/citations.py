@@ -13,9 +13,10 @@ The rule, in order:
 2. **A clip's text** (:func:`clip_text`): its caption (with the visible text and speech
    the captioner wrote), transcript, what neighbor filtering kept from it, and its kept
    pyramid facts.
-3. **Support.** When some evidence clip holds a strong term, a clip supports the answer
-   when it holds a strong term (the string the answer relies on is where it came from);
-   otherwise when it holds at least ``min(2, words)`` of the answer's words.
+3. **Support.** Terms no evidence clip holds (the solver's own wording) are set aside.
+   When some evidence clip holds a strong term, a clip supports the answer when it holds
+   a strong term (the string the answer relies on is where it came from); otherwise when
+   it holds at least ``min(2, words)`` of the answer's words.
 4. **The check.** A cited clip that does not support the answer is *dropped*; an uncited
    evidence clip that supports it and holds a term no citation holds yet is *added*
    (most new terms first, then the clips the answer read, then by priority; at most
@@ -155,6 +156,7 @@ def check_citations(answer: str, question: str, cited: list[int],
     texts = {cid: ClipText(t) for cid, t in evidence}
     strong, ws = _distinctive(answer_terms(answer, question), texts)
     strong = [t for t in strong if any(c.holds(t, strong=True) for c in texts.values())]
+    ws = [w for w in ws if any(c.holds(w, strong=False) for c in texts.values())] or ws
     terms, is_strong = (strong, True) if strong else (ws, False)
     if not terms:
         return cited, _record([], cited, [], [], {}, checked=False, flagged=False)
