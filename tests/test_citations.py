@@ -26,9 +26,10 @@ CLIPS = [
 
 
 def test_terms_are_quoted_strings_numbers_and_content_words_not_the_questions():
-    t = answer_terms('At 11:15:24 on DAY1 the screen said "BUILD FAILED" after 3 tries.', Q)
-    assert t["strong"] == ["build failed", "3"]  # the clock time and day are not evidence
-    assert "screen" not in t["words"] and {"build", "fail", "tri"} <= set(t["words"])
+    t = answer_terms('At 11:15:24 on DAY1 the screen said "BUILD FAILED" after 3 tries '
+                     "on ticket 4711.", Q)
+    assert t["strong"] == ["build failed", "4711"]  # clock time and day are not evidence
+    assert "screen" not in t["words"] and {"build", "fail", "tri", "3"} <= set(t["words"])
     assert stem("boiling") == stem("boils") == "boil" and stem("is") == "is"
 
 
@@ -65,7 +66,7 @@ def test_words_every_clip_holds_are_not_evidence():
 def test_an_answer_no_clip_supports_keeps_its_citations_and_is_flagged():
     cited, check = check_citations('The screen said "HELLO WORLD".', Q, [12], CLIPS)
     assert cited == [12] and check["flagged"]
-    assert check["summary"].startswith('unverified: no evidence clip holds "hello", "world"')
+    assert check["summary"].startswith('unverified: no evidence clip holds 2 of "hello", "world"')
 
 
 def test_an_answer_without_terms_is_not_checked():
@@ -74,10 +75,10 @@ def test_an_answer_without_terms_is_not_checked():
 
 
 def test_added_citations_prefer_clips_the_answer_read_and_stop_at_the_schema_limit():
-    many = [(i, f'Visible text: "SALE {i}" and "SALE"') for i in range(20)]
+    many = [(i, f'Visible text: "SALE {100 + i}" and "SALE"') for i in range(20)]
     cited, check = check_citations('It said "SALE".', Q, [], [*many[5:], *many[:5]])
     assert cited == [5]  # one clip covers the string: the first in the given order
-    numbers = " ".join(str(i) for i in range(20))
+    numbers = " ".join(str(100 + i) for i in range(20))
     cited, _ = check_citations(f"It said SALE {numbers}.", Q, [], many)
     assert len(cited) == MAX_CITED
 
@@ -124,3 +125,33 @@ def test_through_ask_every_cited_clip_holds_the_answers_words(memory, hub):
     a = ask(memory, hub, Q, max_rounds=1, top_n=2, delta=1, pyramid=False)
     assert a.citation_check["summary"]
     _assert_citations_hold(a)
+
+
+def test_the_chat_stars_the_clip_that_holds_the_answers_text(memory, hub):
+    """The solver cited the anchor; the screen text was kept from its neighbor. After the
+    check the neighbor is the cited moment, its row starred, and the answer's bubble says
+    what the check did."""
+    from edge.answer import Answer, Evidence
+    from edge.retrieval import ScoredClip, expand_neighbors
+    from tui.session import Entry
+    from tui.widgets.conversation import Conversation
+    from tui.widgets.entries import entry_text
+
+    ids = add_clips(memory, ["I walk down the hall", 'A laptop. Visible text: "BUILD FAILED".',
+                             "I sit at the desk and drink coffee"])
+    ev = Evidence()
+    anchors = [ScoredClip(ids[2], 0.9, "event")]
+    ev.add_neighborhoods(1, anchors, expand_neighbors(memory, anchors, 1))
+    ev.filtered[ids[2]] = 'The laptop shows "BUILD FAILED".'
+    cited, check = check_citations('The screen said "BUILD FAILED".', Q, [ids[2]],
+                                   ev.check_texts([ids[2]]))
+    assert cited == [ids[1]]
+    a = Answer(Q, "now", 'The screen said "BUILD FAILED".', True, ev.moments(cited), [],
+               {"llm": {"calls": 2, "tokens_in": 1, "tokens_out": 1}}, 1.0,
+               citation_check=check)
+    rows = [Entry.from_moment(m, memory.path) for m in a.moments]
+    starred = [r.clip_id for r in rows if str(entry_text(r)).startswith("★")]
+    assert starred == [ids[1]]
+    bubble = str(Conversation().answer_text(a))
+    assert f"Citations: {check['summary']}" in bubble
+    assert f"dropped clip {ids[2]}" in bubble and f"added clip {ids[1]}" in bubble

@@ -4,12 +4,13 @@ deterministic word rule (no model call), before the answer is returned (issue 10
 The rule, in order:
 
 1. **The answer's terms.** Its *strong* terms are the strings it quotes (``"OPEN 9-5"``,
-   ``“…”``, ``'…'``) and its numbers; its *words* are the content words (3+ characters,
-   not a stopword, not a word of the question) compared by a crude stem
-   (:func:`stem`). Clock times (``11:15:24``) and day labels (``DAY1``) are left out: the
-   notes' headers carry them, no clip's text does. A term that more than half of the
-   evidence clips hold (with 4 or more clips; e.g. ``30`` of ``Video, 30 s``) is not
-   distinctive and is left out, unless that would leave no words at all.
+   ``“…”``, ``'…'``) and its numbers of 3+ digits; its *words* are the content words (3+
+   characters, not a stopword, not a word of the question) compared by a crude stem
+   (:func:`stem`), and its numbers of 1-2 digits. Clock times (``11:15:24``) and day
+   labels (``DAY1``) are left out: the notes' headers carry them, no clip's text does. A
+   term that more than half of the evidence clips hold (with 4 or more clips; e.g. ``30``
+   of ``Video, 30 s``) is not distinctive and is left out, unless that would leave no
+   words at all.
 2. **A clip's text** (:func:`clip_text`): its caption (with the visible text and speech
    the captioner wrote), transcript, what neighbor filtering kept from it, and its kept
    pyramid facts.
@@ -20,8 +21,9 @@ The rule, in order:
 4. **The check.** A cited clip that does not support the answer is *dropped*; an uncited
    evidence clip that supports it and holds a term no citation holds yet is *added*
    (most new terms first, then the clips the answer read, then by priority; at most
-   :data:`MAX_CITED` in all). When no citation would remain, the solver's citations are
-   kept and the check is *flagged*; an answer with no terms is not checked.
+   :data:`MAX_CITED` in all; with words alone, only when no citation is left). When no
+   evidence clip supports the answer, the solver's citations are kept and the check is
+   *flagged*; an answer with no terms is not checked.
 """
 
 from __future__ import annotations
@@ -85,8 +87,14 @@ def answer_terms(answer: str, question: str = "") -> Terms:
     quoted = [" ".join(words(next(g for g in m.groups() if g is not None)))
               for m in _QUOTED.finditer(text)]
     numbers = [w for w in words(_QUOTED.sub(" ", text)) if w.isdigit()]
-    strong = list(dict.fromkeys(q for q in [*quoted, *numbers] if q))
-    return Terms(strong=strong, words=content_stems(text, content_stems(question)))
+    strong = list(dict.fromkeys(q for q in [*quoted, *numbers] if q and not _short_number(q)))
+    small = list(dict.fromkeys(n for n in numbers if _short_number(n)))
+    return Terms(strong=strong, words=[*content_stems(text, content_stems(question)), *small])
+
+
+def _short_number(term: str) -> bool:
+    """A number of 1 or 2 digits (``3 faces``, ``30 s``): too common to be a strong term."""
+    return term.isdigit() and len(term) < 3
 
 
 class ClipText:
@@ -181,13 +189,15 @@ def check_citations(answer: str, question: str, cited: list[int],
             covered.update(held[best])
             pool.remove(best)
     if not kept and not added:  # nothing holds the answer's terms: keep, but say so
-        return cited, _record(terms, cited, [], [], held, checked=True, flagged=True)
+        return cited, _record(terms, cited, [], [], held, checked=True, flagged=True,
+                              need=need)
     return [*kept, *added], _record(terms, kept, dropped, added, held, checked=True,
                                     flagged=False)
 
 
 def _record(terms: list[str], kept: list[int], dropped: list[int], added: list[int],
-            held: dict[int, list[str]], *, checked: bool, flagged: bool) -> CitationCheck:
+            held: dict[int, list[str]], *, checked: bool, flagged: bool,
+            need: int = 1) -> CitationCheck:
     """The :class:`CitationCheck` with its one-line ``summary``."""
     def rows(ids: list[int]) -> list[dict]:
         return [{"clip_id": cid, "holds": held.get(cid, [])} for cid in ids]
@@ -195,7 +205,8 @@ def _record(terms: list[str], kept: list[int], dropped: list[int], added: list[i
     if not checked:
         summary = "citations not checked: the answer has no distinctive words"
     elif flagged:
-        summary = (f"unverified: no evidence clip holds {_fmt(terms)}; the solver's "
+        which = "" if need == 1 else f"{need} of "
+        summary = (f"unverified: no evidence clip holds {which}{_fmt(terms)}; the solver's "
                    f"citations ({', '.join(map(str, kept)) or 'none'}) are shown as given")
     else:
         parts = [f"kept clip {', '.join(map(str, kept))}" if kept else "kept none"]
