@@ -155,3 +155,20 @@ def test_the_chat_stars_the_clip_that_holds_the_answers_text(memory, hub):
     bubble = str(Conversation().answer_text(a))
     assert f"Citations: {check['summary']}" in bubble
     assert f"dropped clip {ids[2]}" in bubble and f"added clip {ids[1]}" in bubble
+
+
+def test_two_boilerplate_words_do_not_keep_a_citation_another_clip_holds_all_of():
+    """From a real run on the shared footage: the answer copied clip 1's caption; clip 3
+    shares only ``scene changes`` with it. The date of the note header is no evidence."""
+    clips = [(1, "Video, 27 s: the view moves a lot, with 4 scene changes. Speech: "
+                 '"We will play, you are getting switched and done"'),
+             (3, 'Video, 30 s: the view moves somewhat, with 2 scene changes. Visible text: '
+                 '"26200110611275".'),
+             (2, 'Video, 30 s: the view is mostly still. Visible text: "26170110609937".'),
+             (4, 'Video, 11 s: the view moves somewhat. Visible text: "26230160609437".')]
+    answer = ("2025-02-20 19:30:52: The view moves a lot, with 4 scene changes; We will "
+              "play, you're getting switched and done")
+    cited, check = check_citations(answer, "what numbers were shown on the screen?",
+                                   [1, 3, 2], clips)
+    assert cited == [1] and "2025" not in check["terms"] and "view" not in check["terms"]
+    assert [d["clip_id"] for d in check["dropped"]] == [3, 2]

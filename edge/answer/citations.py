@@ -6,18 +6,20 @@ The rule, in order:
 1. **The answer's terms.** Its *strong* terms are the strings it quotes (``"OPEN 9-5"``,
    ``“…”``, ``'…'``) and its numbers of 3+ digits; its *words* are the content words (3+
    characters, not a stopword, not a word of the question) compared by a crude stem
-   (:func:`stem`), and its numbers of 1-2 digits. Clock times (``11:15:24``) and day
-   labels (``DAY1``) are left out: the notes' headers carry them, no clip's text does. A
-   term that more than half of the evidence clips hold (with 4 or more clips; e.g. ``30``
-   of ``Video, 30 s``) is not distinctive and is left out, unless that would leave no
-   words at all.
+   (:func:`stem`), and its numbers of 1-2 digits. Clock times (``11:15:24``), dates
+   (``2025-02-20``) and day labels (``DAY1``) are left out: the notes' headers carry them,
+   no clip's text does. A term that more than half of the evidence clips hold (with 4 or
+   more clips; e.g. ``30`` of ``Video, 30 s``) is not distinctive and is left out, unless
+   that would leave no words at all.
 2. **A clip's text** (:func:`clip_text`): its caption (with the visible text and speech
    the captioner wrote), transcript, what neighbor filtering kept from it, and its kept
    pyramid facts.
 3. **Support.** Terms no evidence clip holds (the solver's own wording) are set aside.
    When some evidence clip holds a strong term, a clip supports the answer when it holds
    a strong term (the string the answer relies on is where it came from); otherwise when
-   it holds at least ``min(2, words)`` of the answer's words.
+   it holds at least ``min(2, words)`` of the answer's words and at least a third as many
+   as the clip holding the most (so two boilerplate words such as ``scene changes`` do
+   not make a clip support an answer another clip holds all of).
 4. **The check.** A cited clip that does not support the answer is *dropped*; an uncited
    evidence clip that supports it and holds a term no citation holds yet is *added*
    (most new terms first, then the clips the answer read, then by priority; at most
@@ -44,7 +46,8 @@ EXTRA_STOPWORDS = frozenset(
 """Words never counted as evidence on top of :data:`edge.retrieval.STOPWORDS`."""
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<![\w])'([^']+)'(?![\w])")
-_TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\bday\s*\d+\b", re.IGNORECASE)
+_TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{4}-\d{2}-\d{2}\b|\bday\s*\d+\b",
+                   re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _SUFFIXES = ("ing", "ed", "es", "s")
 
@@ -168,7 +171,9 @@ def check_citations(answer: str, question: str, cited: list[int],
     terms, is_strong = (strong, True) if strong else (ws, False)
     if not terms:
         return cited, _record([], cited, [], [], {}, checked=False, flagged=False)
-    need = 1 if is_strong else min(2, len(terms))
+    most = max((sum(c.holds(t, strong=False) for t in terms) for c in texts.values()),
+               default=0)
+    need = 1 if is_strong else max(min(2, len(terms)), -(-most // 3))
 
     def holds(cid: int) -> list[str]:
         c = texts.get(cid)
