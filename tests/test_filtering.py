@@ -76,3 +76,47 @@ def test_fifty_anchors_with_delta_four_fit_the_context(memory, hub):
     kept = filter_neighborhoods(llm, "Who bought the red kettle?", hoods)
     assert set(kept) == set(ids[4:54])
     assert llm.calls and all(p + m <= llm.n_ctx for p, m in llm.calls)
+
+
+SCREEN = ["I walk down the hall to the office", "A laptop screen shows the words BUILD FAILED",
+          "I sit at the desk and drink coffee", "Alice waters the plants by the window",
+          "I close the door and leave"]
+
+
+def _evidence(memory, anchors: list[int], delta: int = 1):
+    from edge.answer import Evidence
+
+    ev = Evidence()
+    scored = [ScoredClip(a, 0.9, "event") for a in anchors]
+    ev.add_neighborhoods(1, scored, expand_neighbors(memory, scored, delta))
+    return ev
+
+
+def test_kept_text_goes_to_the_clip_it_came_from_not_to_the_anchor(memory, hub):
+    """Issue 10 item 1: filtering answers per neighborhood, and what it kept from a
+    neighbor was shown (``kept:``), packed as a note and cited as the anchor clip."""
+    ids = add_clips(memory, SCREEN)
+    ev = _evidence(memory, [ids[2]])  # the anchor's window: ids[1], ids[2], ids[3]
+    ev.filtered[ids[2]] = "The screen shows BUILD FAILED. I sit at the desk."
+    moments = {m.clip_id: m for m in ev.moments(cited=[])}
+    assert moments[ids[2]].evidence == "I sit at the desk."  # not the neighbor's text
+    assert moments[ids[1]].evidence == "The screen shows BUILD FAILED."  # listed, as neighbor
+    assert moments[ids[1]].role == "neighbor"
+    packed = ev.pack(hub.llm("solver"), 10_000, anchor_tokens=300, neighbor_tokens=5,
+                     view="filtered")
+    assert [(p.item.clip.id, p.text) for p in packed] == [
+        (ids[1], "The screen shows BUILD FAILED."), (ids[2], "I sit at the desk.")]
+    assert ev.kept() == {ids[1]: "The screen shows BUILD FAILED.",
+                         ids[2]: "I sit at the desk."}
+
+
+def test_kept_text_from_another_neighborhood_goes_to_that_clip(memory):
+    """A reply that puts one neighborhood's text under another anchor's key (a small
+    model mixing the blocks up) still lands on the clip that holds it; a sentence no clip
+    shares a word with stays with its anchor."""
+    ids = add_clips(memory, SCREEN)
+    ev = _evidence(memory, [ids[0], ids[4]], delta=0)
+    ev.filtered.update({ids[0]: "I close the door and leave.", ids[4]: "Nothing of note."})
+    assert [m.evidence for m in ev.moments(cited=[])] == [
+        "", "I close the door and leave. Nothing of note."]
+    assert ev.kept() == {ids[4]: "I close the door and leave. Nothing of note."}

@@ -5,6 +5,11 @@ found again as an anchor clip is promoted from neighbor to anchor). :meth:`Evide
 chooses evidence by priority until the token budget is used — anchors first, by round and
 rank, then neighbors by distance — so no prompt overflows the solver's context; the notes
 are then shown in timeline order, numbered ``[1]``, ``[2]``, … for citation.
+
+Neighbor filtering answers per neighborhood (an anchor with its ±Δ neighbors), so what it
+keeps may come from a neighbor: :meth:`Evidence.kept` gives each kept sentence to the clip
+whose text it came from, and that clip — not the anchor — carries it as a note, a
+``kept:`` line and a citation.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from edge.expansion import Candidate
+from edge.keys import split_sentences
 from edge.retrieval import Neighborhood, ScoredClip
 from edge.store import Clip
 from edge.timeline import format_moment
 from models.vlm import image_parts
 
+from .citations import clip_text, content_stems, stem, words
 from .records import Moment, Role
 
 NOTE_OVERHEAD_TOKENS = 16
@@ -97,7 +104,8 @@ class Evidence:
     ``filtered``: what neighbor filtering (MERIT Eq. 9) kept per anchor clip id (``""``:
     nothing relevant); ``facts``: per clip id, the fact texts PyraVid pruning kept;
     ``offered``: fact ids already offered to pruning; ``anchors_by_round``: the anchor
-    clip ids of each round, by rank.
+    clip ids of each round, by rank; ``windows``: per anchor clip id, the clip ids of its
+    neighborhood in timeline order.
     """
 
     items: dict[int, Item] = field(default_factory=dict)
@@ -105,6 +113,7 @@ class Evidence:
     facts: dict[int, list[str]] = field(default_factory=dict)
     offered: set[int] = field(default_factory=set)
     anchors_by_round: list[list[int]] = field(default_factory=list)
+    windows: dict[int, list[int]] = field(default_factory=dict)
 
     def add_neighborhoods(self, round_no: int, anchors: list[ScoredClip],
                           hoods: list[Neighborhood]) -> None:
@@ -112,6 +121,7 @@ class Evidence:
         each anchor is added (or promoted from neighbor), then its unseen neighbors."""
         self.anchors_by_round.append([a.clip_id for a in anchors])
         for rank, h in enumerate(hoods):
+            self.windows[h.anchor.id] = [c.id for c in h.clips]
             old = self.items.get(h.anchor.id)
             if old is None or old.role != "anchor":
                 self.items[h.anchor.id] = Item(h.anchor, "anchor", h.score, round_no,
@@ -143,22 +153,23 @@ class Evidence:
         tokens (``count_tokens``, ``truncate``).
 
         ``view``: ``all`` — every clip, a clip with kept facts read as its facts; ``filtered``
-        — only anchors whose filtering kept something (as that text) and linked clips;
-        ``raw`` — every clip as its caption. Raises ``ValueError`` for another ``view``.
+        — only the clips filtering kept something from (as that text, :meth:`kept`; cut
+        like anchors) and linked clips; ``raw`` — every clip as its caption. Raises
+        ``ValueError`` for another ``view``.
         """
         if view not in ("all", "filtered", "raw"):
             raise ValueError(f"unknown view {view!r}; use all, filtered or raw")
-        items, texts = list(self.items.values()), {}
+        items, texts, kept = list(self.items.values()), {}, {}
         if view != "raw":
             texts = {cid: "; ".join(fs) for cid, fs in self.facts.items()}
-        if view == "filtered":  # the filtered notes stand for whole neighborhoods
-            texts.update({cid: t for cid, t in self.filtered.items() if t})
-            items = [it for cid, it in self.items.items()
-                     if (it.role == "anchor" and self.filtered.get(cid)) or it.role == "linked"]
+        if view == "filtered":  # each kept sentence is a note of the clip it came from
+            kept = self.kept()
+            texts.update(kept)
+            items = [it for cid, it in self.items.items() if cid in kept or it.role == "linked"]
         chosen: list[Packed] = []
         used = 0
         for it in sorted(items, key=lambda i: i.priority):
-            cap = anchor_tokens if it.role == "anchor" else neighbor_tokens
+            cap = anchor_tokens if it.role == "anchor" or it.clip.id in kept else neighbor_tokens
             text = llm.truncate(" ".join(texts.get(it.clip.id, it.clip.caption).split()), cap)
             cost = llm.count_tokens(text) + NOTE_OVERHEAD_TOKENS
             if used + cost > budget:
@@ -182,20 +193,62 @@ class Evidence:
                 parts += image_parts([p for p in paths if p.is_file()])
         return parts
 
+    def kept(self) -> dict[int, str]:
+        """What neighbor filtering kept, by the clip it came from: each sentence of an
+        anchor's kept text goes to the evidence clip whose caption and transcript share
+        the most of its content words and numbers (ties: the anchor's own window, then
+        the clip nearest the anchor); a sentence that shares none stays with its anchor.
+        Clips in first-found order; their sentences, each once, joined by spaces (two
+        anchors' windows overlap, so the same sentence may be kept twice)."""
+        vocab = {cid: {stem(w) for w in words(f"{it.clip.caption} {it.clip.transcript}")}
+                 for cid, it in self.items.items()}
+        out: dict[int, list[str]] = {}
+        for anchor, text in self.filtered.items():
+            window = self.windows.get(anchor, [anchor])
+            for sentence in split_sentences(text):
+                out.setdefault(self._source(sentence, anchor, window, vocab), []).append(
+                    sentence)
+        return {cid: " ".join(dict.fromkeys(out[cid])) for cid in self.items if cid in out}
+
+    @staticmethod
+    def _source(sentence: str, anchor: int, window: list[int],
+                vocab: dict[int, set[str]]) -> int:
+        """The clip id :meth:`kept` gives ``sentence`` to."""
+        terms = set(content_stems(sentence)) | {w for w in words(sentence) if w.isdigit()}
+        centre = window.index(anchor) if anchor in window else 0
+
+        def rank(cid: int) -> tuple[int, bool, int]:
+            near = -abs(window.index(cid) - centre) if cid in window else -len(window)
+            return len(terms & vocab[cid]), cid in window, near
+
+        best = max(vocab, key=rank, default=anchor)
+        return best if vocab and rank(best)[0] > 0 else anchor
+
+    def check_texts(self, read: list[int]) -> list[tuple[int, str]]:
+        """Every evidence clip as ``(clip id, text)`` for
+        :func:`~edge.answer.citations.check_citations` (caption, transcript, kept text,
+        kept facts): the clips of ``read`` (ids the answer read) first, then by priority."""
+        kept, first = self.kept(), set(read)
+        order = sorted(self.items.values(), key=lambda i: (i.clip.id not in first, i.priority))
+        return [(it.clip.id, clip_text(it.clip.caption, it.clip.transcript,
+                                       kept.get(it.clip.id, ""), self.facts.get(it.clip.id, ())))
+                for it in order]
+
     def moments(self, cited: list[int]) -> list[Moment]:
         """The ``cited`` clips (ids, in citation order), then the other anchor and linked
-        clips by priority."""
+        clips and the neighbors filtering kept something from, by priority."""
+        kept = self.kept()
         ranked = [it.clip.id for it in sorted(self.items.values(), key=lambda i: i.priority)
-                  if it.role in ("anchor", "linked")]
-        return ([self._moment(self.items[cid], cited=True) for cid in cited]
-                + [self._moment(self.items[cid]) for cid in ranked if cid not in cited])
+                  if it.role in ("anchor", "linked") or it.clip.id in kept]
+        return ([self._moment(self.items[cid], kept, cited=True) for cid in cited]
+                + [self._moment(self.items[cid], kept) for cid in ranked if cid not in cited])
 
-    def _moment(self, it: Item, cited: bool = False) -> Moment:
+    def _moment(self, it: Item, kept: dict[int, str], cited: bool = False) -> Moment:
         c = it.clip
         return Moment(c.id, format_moment(c.t_start, c.day, c.day_start), c.t_start, c.t_end,
                       c.caption, c.transcript, c.keyframes, it.role,
                       None if it.score is None else round(it.score, 4), it.round, cited,
-                      it.matched, self.filtered.get(c.id, ""))
+                      it.matched, kept.get(c.id, ""))
 
 
 def numbered_notes(packed: list[Packed]) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from edge.store import Memory
 from models.repeats import collapse_loops
 
+from .citations import CitationCheck, check_citations
 from .evidence import Packed
 from .options import AskOptions
 from .question import Run, start
@@ -96,10 +97,23 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
     if o.choices:
         extra = {"choices": dict(zip(o.letters, o.choices)),
                  "reason": (reply or {}).get("reason", "")}
+    cited, check = check_cited(run, text, extra, cited, packed)
     return Answer(
         question=run.question, asked_at=run.asked_at, answer=text, extra=extra,
         sufficient=sufficient, moments=run.evidence.moments(cited), rounds=rounds,
         usage=run.usage.summary(run.usage_mark),
         seconds=round(time.perf_counter() - run.started, 2), note=run.note.text,
         evidence_count=len(packed), sub_queries=sub_queries, final=final,
-        scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end})
+        scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end},
+        citation_check=check)
+
+
+def check_cited(run: Run, text: str, extra: dict, cited: list[int],
+                packed: list[Packed]) -> tuple[list[int], CitationCheck]:
+    """The citations of answer ``text`` checked against every evidence clip's text
+    (:mod:`edge.answer.citations`; the clips of ``packed`` preferred when one is added). A
+    multiple-choice answer is checked as its option's text and the reason."""
+    if extra.get("choices"):
+        text = f"{extra['choices'].get(text, '')} {extra['reason']}"
+    return check_citations(text, run.question, cited,
+                           run.evidence.check_texts([p.item.clip.id for p in packed]))

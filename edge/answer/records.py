@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, TypedDict
 
+from .citations import CitationCheck
+
 Role = Literal["anchor", "neighbor", "linked"]
 """Why a clip is evidence: retrieved (anchor clip), inside an anchor's neighbor window Δ
 (neighbor), or the clip of a fact kept by PyraVid pruning (linked)."""
@@ -83,8 +85,10 @@ class Choices(TypedDict):
 @dataclass
 class Moment:
     """A clip shown with the answer. ``role``: anchor (retrieved), neighbor (±Δ) or linked
-    (a kept pyramid fact's clip); ``cited``: the solver said it relied on it. Times are
-    timeline seconds; ``score`` as in :class:`AnchorHit` (``None`` for neighbors)."""
+    (a kept pyramid fact's clip); ``cited``: the answer relies on it (the solver's
+    citations after the citation check). Times are timeline seconds; ``score`` as in
+    :class:`AnchorHit` (``None`` for neighbors); ``evidence``: what neighbor filtering kept
+    from this clip."""
 
     clip_id: int
     when: str
@@ -98,7 +102,7 @@ class Moment:
     round: int
     cited: bool = False
     matched: str = ""  # for anchors: the key type (or "bm25") that ranked it highest
-    evidence: str = ""  # what neighbor filtering kept for this anchor's neighborhood
+    evidence: str = ""  # what neighbor filtering kept from this clip
 
 
 @dataclass
@@ -123,7 +127,10 @@ class Answer:
     """The result of :func:`edge.answer.ask`. ``moments``: cited clips first, then the
     other anchors (and linked clips) by priority. ``note``: why the answer is degraded or
     what was searched instead, else ``""``. ``usage``: the hub's call and token summary
-    for this question. ``evidence_count``: notes the answering call read."""
+    for this question. ``evidence_count``: notes the answering call read.
+    ``citation_check``: what checking the solver's citations against the evidence text did
+    (:class:`edge.answer.citations.CitationCheck`; the cited moments are its result, the
+    solver's own citations stay in ``final``/the rounds' decisions)."""
 
     question: str
     asked_at: str
@@ -139,6 +146,7 @@ class Answer:
     scope: Scope | dict = field(default_factory=dict)
     sub_queries: list[str] = field(default_factory=list)
     final: FinalReply | None = None
+    citation_check: CitationCheck | dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         """Everything as JSON-ready values, field by field (``edge ask --json``)."""

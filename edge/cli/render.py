@@ -103,8 +103,9 @@ def ask_progress(line: str) -> None:
 
 
 def answer_lines(result) -> list[str]:
-    """``edge ask``: the answer, its cost, then every moment (``*`` = cited) with an
-    excerpt of its caption and the evidence kept from it."""
+    """``edge ask``: the answer, what the citation check did, its cost, then every moment
+    (``*`` = cited, after the check) with an excerpt of its caption and the evidence kept
+    from it."""
     lines = []
     if result.scope.get("label"):
         lines.append(f"Searched {result.scope['label']}.")
@@ -117,6 +118,8 @@ def answer_lines(result) -> list[str]:
     lines.append(f"Answer: {answer}")
     if result.note:
         lines.append(f"Note: {result.note}")
+    if result.citation_check:
+        lines.append(f"Citations: {result.citation_check['summary']}")
     u = result.usage["llm"]
     lines.append(f"({len(result.rounds)} round(s), {u['calls']} LLM call(s), {u['tokens_in']} "
                  f"tokens in / {u['tokens_out']} out, {result.seconds:.1f} s)")

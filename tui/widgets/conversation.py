@@ -32,6 +32,10 @@ class Conversation(VerticalScroll):
         t.append(body)
         if answer.note:
             t.append(f"\nNote: {answer.note}", style="yellow")
+        check = answer.citation_check
+        if check:
+            t.append(f"\nCitations: {check['summary']}",
+                     style="yellow" if check["flagged"] else "dim")
         u = answer.usage["llm"]
         cited = sum(m.cited for m in answer.moments)
         if answer.scope.get("label"):
