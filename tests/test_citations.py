@@ -172,3 +172,14 @@ def test_two_boilerplate_words_do_not_keep_a_citation_another_clip_holds_all_of(
                                    [1, 3, 2], clips)
     assert cited == [1] and "2025" not in check["terms"] and "view" not in check["terms"]
     assert [d["clip_id"] for d in check["dropped"]] == [3, 2]
+
+
+def test_a_quoted_short_number_is_the_string_the_answer_relies_on():
+    """Hand run on the shared footage: "Visible text: '96'" was checked by boilerplate words
+    and kept clips that never showed 96; the quoted string decides."""
+    clips = [*CLIPS, (14, 'Video, 30 s: the view is mostly still. Visible text: "96". '
+                          "No speech heard.")]
+    cited, check = check_citations("I see mostly still. Visible text: '96'. No speech heard.",
+                                   Q, [10, 12, 14], clips)
+    assert check["terms"] == ["96"]
+    assert cited == [14] and [d["clip_id"] for d in check["dropped"]] == [10, 12]

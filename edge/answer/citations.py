@@ -4,7 +4,8 @@ deterministic word rule (no model call), before the answer is returned (issue 10
 The rule, in order:
 
 1. **The answer's terms.** Its *strong* terms are the strings it quotes (``"OPEN 9-5"``,
-   ``“…”``, ``'…'``) and its numbers of 3+ digits; its *words* are the content words (3+
+   ``“…”``, ``'…'``; a quoted ``'96'`` too: it is the screen text the answer relies on)
+   and its unquoted numbers of 3+ digits; its *words* are the content words (3+
    characters, not a stopword, not a word of the question) compared by a crude stem
    (:func:`stem`), and its numbers of 1-2 digits. Clock times (``11:15:24``), dates
    (``2025-02-20``) and day labels (``DAY1``) are left out: the notes' headers carry them,
@@ -90,7 +91,8 @@ def answer_terms(answer: str, question: str = "") -> Terms:
     quoted = [" ".join(words(next(g for g in m.groups() if g is not None)))
               for m in _QUOTED.finditer(text)]
     numbers = [w for w in words(_QUOTED.sub(" ", text)) if w.isdigit()]
-    strong = list(dict.fromkeys(q for q in [*quoted, *numbers] if q and not _short_number(q)))
+    strong = list(dict.fromkeys([*(q for q in quoted if q),
+                                 *(n for n in numbers if not _short_number(n))]))
     small = list(dict.fromkeys(n for n in numbers if _short_number(n)))
     return Terms(strong=strong, words=[*content_stems(text, content_stems(question)), *small])
 
