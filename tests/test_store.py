@@ -287,3 +287,32 @@ def test_a_second_writer_waits_for_the_lock_instead_of_failing(tmp_path):
         t0 = time.perf_counter()
         sid = add_source(b, "y", kind="video")
         assert sid == 2 and time.perf_counter() - t0 >= 0.4
+
+
+def test_two_ingests_registering_one_file_at_once_get_one_source(tmp_path):
+    """Both look the file up, find nothing and add it: the second must find the first's row
+    (resume it), not fail on the unique hash or add a second source."""
+    import threading
+
+    from edge.memory_writer import NewSource, register_or_resume
+
+    def describe() -> NewSource:
+        return NewSource(path="clip.mp4", kind="video", clock="wall", start_from="mtime",
+                         t_start=1.7e9, duration=90.0, n_clips=3, info={})
+
+    path = tmp_path / "m.db"
+    with Memory(path) as a, Memory(path) as b:
+        second: dict = {}
+        other = threading.Thread(
+            target=lambda: second.update(state=register_or_resume(b, "same", describe)))
+
+        def describe_while_the_other_registers() -> NewSource:
+            other.start()
+            other.join(timeout=1.0)  # it registers now, or waits for our transaction
+            return describe()
+
+        first = register_or_resume(a, "same", describe_while_the_other_registers)
+        other.join()
+        assert (first.status, second["state"].status) == ("ingested", "resumed")
+        assert second["state"].source_id == first.source_id
+        assert a.db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
