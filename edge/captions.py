@@ -137,15 +137,14 @@ def ingest_caption_file(
         duplicates += stored_elsewhere
         clips = [_new_clip(state.source_id, i, r, extract) for i, r in pending]
         if pyramid is None:
-            result.clips_added += len(write_clips(memory, hub, clips))
+            result.clips_added += sum(s.added for s in write_clips(memory, hub, clips))
             if on_progress:
                 on_progress(len(batch))
             continue
         if on_progress and len(batch) > len(clips):  # one clip at a time: each costs calls
             on_progress(len(batch) - len(clips))
         for clip in clips:
-            write_clip(memory, hub, clip, pyramid=pyramid)
-            result.clips_added += 1
+            result.clips_added += write_clip(memory, hub, clip, pyramid=pyramid).added
             if on_progress:
                 on_progress(1)
     if pyramid is not None:

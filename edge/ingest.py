@@ -24,6 +24,7 @@ from edge.media import MediaError, MediaInfo, check_audio_alignment, probe, show
 from edge.memory_writer import SourceResult, file_sha256
 from edge.stages import StageClock, stage_report
 from edge.store import Memory, StoreError, write_error
+from edge.timeline import start_note
 
 __all__ = [
     "MEDIA_SUFFIXES", "IngestOptions", "IngestReport", "SourceResult", "file_sha256",
@@ -67,12 +68,19 @@ class IngestReport:
             "hours": round(self.media_seconds / 3600.0, 4),
             "rtf": round(self.seconds / self.media_seconds, 4) if self.media_seconds else None,
             "stages": self.stages,
-            "sources": [r.__dict__ for r in self.results],
+            "sources": [_source_dict(r) for r in self.results],
             "skipped": [{"path": r.path, "status": r.status, "reason": r.message}
                         for r in self.results if r.status in ("skipped", "failed")],
             "usage": self.usage,
             "run_id": self.run_id,
         }
+
+
+def _source_dict(r: SourceResult) -> dict:
+    """One file of ``edge ingest --json``: its :class:`SourceResult`, with ``start_note``
+    saying its start and where it came from (``None`` when it failed before that)."""
+    note = None if r.start is None else start_note(r.start, r.start_from, r.placed_after)
+    return {**r.__dict__, "start_note": note}
 
 
 def find_media(paths: Iterable[Path]) -> list[Path]:

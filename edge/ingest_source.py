@@ -26,7 +26,7 @@ from edge.perception import save_keyframes, transcribe_source, transcript_for
 from edge.pyramid import Pyramid
 from edge.stages import StageClock
 from edge.store import Memory
-from edge.timeline import guess_clock
+from edge.timeline import clear_of, guess_clock
 from models.transcriber import TranscriptSegment
 
 
@@ -49,22 +49,30 @@ class IngestOptions:
 
 
 class StartClock:
-    """Start times for files: container metadata, else ``--start`` (chained), else mtime."""
+    """Start times for files: container metadata, else ``--start`` (chained), else mtime —
+    moved clear of the sources already in memory (copies share an mtime)."""
 
     def __init__(self, start: float | None) -> None:
         self.next_start = start
 
-    def start_of(self, info: MediaInfo) -> tuple[float, str]:
-        """``(timeline seconds, where it came from)`` for a new source; with ``--start``
-        the next file without metadata starts where this one ends."""
+    def start_of(self, info: MediaInfo, memory: Memory) -> tuple[float, str, str]:
+        """``(timeline seconds, where it came from, path of the source it was moved after)``
+        for a new source. A container's ``creation_time`` and ``--start`` are kept as they
+        are (two cameras may well record at once); with ``--start`` the next file without
+        metadata starts where this one ends. The mtime guess (end of the footage, as a
+        camera closes the file when it stops) is moved past every source in ``memory`` its
+        span overlaps (:func:`edge.timeline.clear_of`), so its clips never interleave with
+        another file's; the third item names the source it now follows (``""``: not moved)."""
         if info.creation_time is not None:
-            return info.creation_time, "metadata"
+            return info.creation_time, "metadata", ""
         if self.next_start is not None:
             t = self.next_start
             self.next_start = t + info.duration
-            return t, "--start"
-        # A camera closes the file when it stops recording: mtime ≈ end of the footage.
-        return os.path.getmtime(info.path) - info.duration, "mtime"
+            return t, "--start", ""
+        guess = os.path.getmtime(info.path) - info.duration
+        t, after = clear_of(guess, info.duration, lambda a, b: [
+            (s.path, s.t_start, s.t_start + s.duration) for s in memory.sources_overlapping(a, b)])
+        return t, "mtime", after
 
 
 @dataclass
@@ -98,11 +106,13 @@ def ingest_source(run: IngestRun, info: MediaInfo) -> SourceResult:
         digest = _content_hash(info, audio_info, run.options.audio_offset)
     state = register_or_resume(run.memory, digest,
                                partial(_new_source, run, info, audio_info))
+    result = SourceResult(shown(path), state.status, duration=info.duration,
+                          start=state.t_start, start_from=state.start_from,
+                          placed_after=state.placed_after)
     if state.status == "skipped":
         run.progress(shown(path.name), info.duration)
-        return SourceResult(shown(path), "skipped", duration=info.duration,
-                            message=state.skipped_message)
-    result = SourceResult(shown(path), state.status, duration=info.duration)
+        result.message = state.skipped_message
+        return result
     segments = transcribe_source(run.hub, info, run.stages, audio_info=audio_info,
                                  audio_offset=run.options.audio_offset,
                                  warnings=result.warnings)
@@ -129,11 +139,11 @@ def _content_hash(info: MediaInfo, audio_info: MediaInfo | None, audio_offset: f
 def _new_source(run: IngestRun, info: MediaInfo, audio_info: MediaInfo | None) -> NewSource:
     """The source row of a new file: its start on the timeline (advancing the run's start
     clock), the clock that start implies, and what the probe found."""
-    t_origin, start_from = run.start_clock.start_of(info)
-    extra = {}
+    t_origin, start_from, placed_after = run.start_clock.start_of(info, run.memory)
+    extra: dict[str, Any] = {"placed_after": placed_after} if placed_after else {}
     if audio_info is not None:
-        extra = {"audio_file": shown(audio_info.path.resolve()),
-                 "audio_offset": run.options.audio_offset}
+        extra |= {"audio_file": shown(audio_info.path.resolve()),
+                  "audio_offset": run.options.audio_offset}
     return NewSource(
         path=shown(info.path.resolve()), kind="video" if info.has_video else "audio",
         clock=guess_clock(t_origin),  # --start "DAY1 11:00" puts footage on DAY1
@@ -141,20 +151,22 @@ def _new_source(run: IngestRun, info: MediaInfo, audio_info: MediaInfo | None) -
         n_clips=len(clip_bounds(info.duration, run.options.clip_seconds)),
         info={"codec": info.video_codec, "width": info.width, "height": info.height,
               "fps": round(info.avg_fps, 3),
-              "has_audio": info.has_audio or audio_info is not None, **extra})
+              "has_audio": info.has_audio or audio_info is not None, **extra},
+        placed_after=placed_after)
 
 
 def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
                   segments: list[TranscriptSegment], result: SourceResult,
                   kf_dir: Path) -> None:
-    """Decode the source once; caption each clip not yet stored and write it (with its
-    keyframes in ``kf_dir``) through :func:`edge.memory_writer.write_clip`."""
+    """Decode the source once; caption each clip not yet stored — also not by another
+    process ingesting the same file now — and write it (with its keyframes in ``kf_dir``)
+    through :func:`edge.memory_writer.write_clip`. Only clips this call stored count."""
     o, stages, name = run.options, run.stages, shown(info.path.name)
     with stages.stage("load"):  # load the models now, not inside the first clip's stages
         captioner, _, _ = run.hub.captioner, run.hub.llm("memory_llm"), run.hub.embedder
     for span in stages.timed("decode", iter_clips(info, clip_seconds=o.clip_seconds,
                                                   fps=o.fps, warnings=result.warnings)):
-        if span.index in state.done:
+        if span.index in state.done or run.memory.has_clip(state.source_id, span.index):
             run.progress(name, span.duration)
             continue
         transcript = transcript_for(segments, span.start, span.end)
@@ -164,9 +176,11 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
                        t_start=state.t_start + span.start, t_end=state.t_start + span.end,
                        clock=state.clock, caption=cap.text, transcript=transcript,
                        signals=cap.signals)
-        write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
-                   save_keyframes=partial(save_keyframes, span, kf_dir, f"c{span.index:05d}",
-                                          o.keyframes, o.keyframe_side))
-        result.clips_added += 1
-        run.media_seconds += span.duration
+        stored = write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
+                            save_keyframes=partial(save_keyframes, span, kf_dir,
+                                                   f"c{span.index:05d}", o.keyframes,
+                                                   o.keyframe_side))
+        if stored.added:  # not when a concurrent ingest stored this clip first
+            result.clips_added += 1
+            run.media_seconds += span.duration
         run.progress(name, span.duration)

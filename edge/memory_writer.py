@@ -34,7 +34,11 @@ from edge.timeline import day_of
 @dataclass
 class SourceResult:
     """What happened to one input: ``status`` is ingested, resumed, skipped or failed;
-    ``duration``: its length in seconds; ``message``/``warnings``: what the user is told."""
+    ``clips_added``: clips this run stored (not those another run stored meanwhile);
+    ``duration``: its length in seconds; ``message``/``warnings``: what the user is told.
+    ``start``: its start on the timeline (seconds; ``None`` when it failed first),
+    ``start_from``: where that came from (``metadata``, ``--start``, ``mtime``, ``file``),
+    ``placed_after``: the source it was moved after so as not to overlap it (or ``""``)."""
 
     path: str
     status: str
@@ -42,6 +46,9 @@ class SourceResult:
     duration: float = 0.0
     message: str = ""
     warnings: list[str] = field(default_factory=list)
+    start: float | None = None
+    start_from: str = ""
+    placed_after: str = ""
 
 
 @dataclass
@@ -49,7 +56,9 @@ class NewSource:
     """A source row to add (the columns of ``sources`` besides its hash): ``kind`` is
     ``video``, ``audio`` or ``captions``; ``clock`` the timeline it lives on
     (:mod:`edge.timeline`); ``start_from`` where ``t_start`` (timeline seconds) came from;
-    ``duration`` in seconds; ``n_clips`` the clips expected; ``info`` free-form JSON."""
+    ``duration`` in seconds; ``n_clips`` the clips expected; ``info`` free-form JSON;
+    ``placed_after``: the path of the source a start without metadata was moved after
+    (:class:`edge.ingest_source.StartClock`), kept in ``info`` too."""
 
     path: str
     kind: str
@@ -59,6 +68,7 @@ class NewSource:
     duration: float
     n_clips: int
     info: dict
+    placed_after: str = ""
 
 
 @dataclass
@@ -68,7 +78,8 @@ class SourceState:
     ``status``: ``skipped`` (the same content is fully stored: nothing to do; ``known_as``
     is the path it was stored from), ``resumed`` (an earlier run stopped: ``done`` holds the
     clip indices already stored) or ``ingested`` (new). ``t_start`` (timeline seconds) and
-    ``clock``: the source's origin on the timeline, as first registered.
+    ``clock``: the source's origin on the timeline, as first registered; ``start_from``
+    where that came from; ``placed_after`` the source it was moved after (new sources only).
     """
 
     source_id: int
@@ -77,11 +88,23 @@ class SourceState:
     clock: str
     done: set[int] = field(default_factory=set)
     known_as: str = ""
+    start_from: str = ""
+    placed_after: str = ""
 
     @property
     def skipped_message(self) -> str:
         """The message for a skipped source: which stored source has the same content."""
         return f"already in memory: same content as {self.known_as}"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A clip after the memory writer: its ``id`` and whether this call ``added`` it
+    (``False``: its source already had a clip at that index, e.g. stored by a second ingest
+    of the same file running at the same time)."""
+
+    id: int
+    added: bool
 
 
 @dataclass
@@ -119,25 +142,30 @@ def register_or_resume(memory: Memory, sha256: str,
                        describe: Callable[[], NewSource]) -> SourceState:
     """Find the source with content hash ``sha256``, or add it.
 
-    A finished source → ``skipped``; one an earlier run left unfinished → ``resumed`` with the
-    clip indices it already has; otherwise ``describe()`` is called — only then, so a start
-    clock that advances per new file is not advanced for known ones — and its row is added
-    (``ingested``). Raises what :meth:`Memory.add_source` raises (``StoreError``, ``apsw``
-    errors) when the memory cannot be written.
+    A finished source → ``skipped``; one an earlier run (or another process, now) left
+    unfinished → ``resumed`` with the clip indices it already has; otherwise ``describe()``
+    is called — only then, so a start clock that advances per new file is not advanced for
+    known ones — and its row is added (``ingested``). Lookup, ``describe()`` (which may read
+    the memory to place the source) and the insert are one write transaction, so two
+    processes registering the same file at once get one row. Raises what
+    :meth:`Memory.add_source` raises (``StoreError``, ``apsw`` errors) when the memory
+    cannot be written.
     """
-    existing = memory.source_by_hash(sha256)
-    if existing is not None and existing.status == "done":
-        return SourceState(existing.id, "skipped", existing.t_start, existing.clock,
-                           known_as=existing.path)
-    if existing is not None:
-        return SourceState(existing.id, "resumed", existing.t_start, existing.clock,
-                           done=memory.clip_indices(existing.id))
-    new = describe()
-    source_id = memory.add_source(
-        path=new.path, sha256=sha256, kind=new.kind, clock=new.clock,
-        start_from=new.start_from, t_start=new.t_start, duration=new.duration,
-        n_clips=new.n_clips, info=new.info)
-    return SourceState(source_id, "ingested", new.t_start, new.clock)
+    with memory.registering():
+        existing = memory.source_by_hash(sha256)
+        if existing is not None:
+            status = "skipped" if existing.status == "done" else "resumed"
+            return SourceState(
+                existing.id, status, existing.t_start, existing.clock,
+                done=memory.clip_indices(existing.id) if status == "resumed" else set(),
+                known_as=existing.path, start_from=existing.start_from)
+        new = describe()
+        source_id = memory.add_source(
+            path=new.path, sha256=sha256, kind=new.kind, clock=new.clock,
+            start_from=new.start_from, t_start=new.t_start, duration=new.duration,
+            n_clips=new.n_clips, info=new.info)
+    return SourceState(source_id, "ingested", new.t_start, new.clock,
+                       start_from=new.start_from, placed_after=new.placed_after)
 
 
 def index_texts(keys: ClipKeys, caption: str) -> list[str]:
@@ -148,9 +176,10 @@ def index_texts(keys: ClipKeys, caption: str) -> list[str]:
 
 def write_clip(memory: Memory, hub, clip: NewClip, *, pyramid: Pyramid | None = None,
                stages: StageClock | None = None,
-               save_keyframes: Callable[[], list[str]] | None = None) -> int:
-    """Extract, embed and store one clip; returns its id (the existing id when the source
-    already has a clip at ``clip.idx``).
+               save_keyframes: Callable[[], list[str]] | None = None) -> Stored:
+    """Extract, embed and store one clip; returns its id and whether this call added it
+    (the existing id and ``added=False`` when the source already has a clip at
+    ``clip.idx``: count ``added``, not calls, for what a run stored).
 
     ``pyramid`` (built on the same ``memory`` and ``hub``) adds fact nodes, the clip node,
     relational links and global-node updates. ``stages`` is charged per stage
@@ -176,10 +205,10 @@ def write_clip(memory: Memory, hub, clip: NewClip, *, pyramid: Pyramid | None = 
         return _store(memory, clip, keys, vectors)
 
 
-def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[int]:
+def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[Stored]:
     """Store a batch of clips without a pyramid: keys for each (in order), ONE embedder call
     for all their index texts (``5 × len(clips)`` texts), then each clip in its own
-    transaction. Returns their ids. Raises as :func:`write_clip`."""
+    transaction. Returns a :class:`Stored` per clip. Raises as :func:`write_clip`."""
     keys = [_keys_of(hub, c) for c in clips]
     texts = [t for c, k in zip(clips, keys) for t in index_texts(k, c.caption)]
     vectors = hub.embedder.embed(texts)
@@ -208,17 +237,18 @@ def _write_with_pyramid(memory: Memory, hub, clip: NewClip, pyramid: Pyramid,
                                       *(f.text for f in cm.facts)])
     width = len(INDEX_TYPES)
     with pyramid.timed("store"):
-        clip_id = _store(memory, clip, cm.keys, vectors[:width], cm, vectors[width:])
-    pyramid.after_store(cm, vectors[width:], t_start=clip.t_start,
-                        day=day_of(clip.t_start, clip.clock)[0])
+        stored = _store(memory, clip, cm.keys, vectors[:width], cm, vectors[width:])
+    if stored.added:  # a clip another process stored has its links already
+        pyramid.after_store(cm, vectors[width:], t_start=clip.t_start,
+                            day=day_of(clip.t_start, clip.clock)[0])
     for name, secs in pyramid.counts.seconds.items():
         stage = name if name in ("embed", "store") else "memory_llm"
         stages.seconds[stage] = stages.seconds.get(stage, 0.0) + secs - before.get(name, 0.0)
-    return clip_id
+    return stored
 
 
 def _store(memory: Memory, clip: NewClip, keys: ClipKeys, vectors: np.ndarray,
-           cm: ClipMemory | None = None, fact_vectors: np.ndarray | None = None) -> int:
+           cm: ClipMemory | None = None, fact_vectors: np.ndarray | None = None) -> Stored:
     """One transaction (:meth:`Memory.add_clip`): the clip, its keys and caption with their
     ``(5, 384)`` vectors (rows in ``INDEX_TYPES`` order), and with ``cm`` its fact nodes
     (``fact_vectors``: ``(len(cm.facts), 384)``) and clip node."""
@@ -228,8 +258,8 @@ def _store(memory: Memory, clip: NewClip, keys: ClipKeys, vectors: np.ndarray,
     pyramid_rows = {} if cm is None else {
         "facts": cm.facts, "fact_vectors": fact_vectors,
         "clip_node": (cm.summary, cm.scene, cm.origin)}
-    return memory.add_clip(
+    return Stored(*memory.store_clip(
         source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
         day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
         keyframes=list(clip.keyframes), signals=clip.signals, keys=rows,
-        vectors={k: vectors[i] for i, k in enumerate(INDEX_TYPES)}, **pyramid_rows)
+        vectors={k: vectors[i] for i, k in enumerate(INDEX_TYPES)}, **pyramid_rows))

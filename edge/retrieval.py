@@ -205,7 +205,8 @@ class Neighborhood:
 
 def expand_neighbors(memory: Memory, anchors: list[ScoredClip], delta: int = 2,
                      before: float | None = None) -> list[Neighborhood]:
-    """Attach the ``delta`` clips before and after each anchor clip (same day), one
+    """Attach the ``delta`` clips before and after each anchor clip in its own continuous
+    footage (:meth:`Memory.neighbors`: never another camera's clips, never across a gap), one
     :class:`Neighborhood` per anchor in the anchors' order; neighbors that end after
     ``before`` (the query time, timeline seconds) are left out."""
     clips = memory.clips([a.clip_id for a in anchors])

@@ -12,6 +12,7 @@ timeline second its day starts at. Two clocks share it:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import time as dtime
@@ -66,6 +67,43 @@ def format_moment(t: float, day: str, day_start: float) -> str:
     """``DAY1 11:15:24`` or ``2025-02-20 19:30:52`` for a timeline second."""
     secs = max(0, int(round(t - day_start)))
     return f"{day} {secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+
+
+START_FROM = {
+    "metadata": "container creation_time",
+    "--start": "--start",
+    "mtime": "file modification time",
+    "file": "the caption file's times",
+}
+"""Where a source's start on the timeline came from, in words (``sources.start_from``)."""
+
+
+def start_note(t: float, start_from: str, placed_after: str = "",
+               clock: str | None = None) -> str:
+    """A source's start and where it came from, e.g. ``start 2025-02-20 19:30:52 (file
+    modification time; moved after a.mp4 to avoid overlap)``; ``placed_after``: the file
+    (path or name) it was moved after, ``""`` when it was not moved."""
+    why = START_FROM.get(start_from, start_from or "unknown")
+    if placed_after:
+        why += f"; moved after {placed_after.rsplit('/', 1)[-1]} to avoid overlap"
+    return f"start {format_moment(t, *day_of(t, clock))} ({why})"
+
+
+def clear_of(start: float, duration: float,
+             overlapping: Callable[[float, float], list[tuple[str, float, float]]]
+             ) -> tuple[float, str]:
+    """Move a span ``[start, start + duration)`` (timeline seconds) later until it overlaps
+    no span ``overlapping(start, end)`` returns as ``(name, start, end)``: each time to the
+    end of the latest-ending overlapping span. Returns the new start and the name of the
+    span it was put after (``""`` when it did not move). Used for files whose start is a
+    guess (modification time), so two of them never share footage seconds."""
+    after = ""
+    while hits := overlapping(start, start + duration):
+        name, _, end = max(hits, key=lambda h: h[2])
+        if end <= start:  # a span that only touches ours is no overlap
+            break
+        start, after = end, name
+    return start, after
 
 
 def parse_moment(text: str, *, now: float | None = None) -> float:

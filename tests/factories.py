@@ -42,6 +42,7 @@ def add_clips(
     facts: Sequence[Sequence[str]] | None = None,
     fact_vectors: Sequence[np.ndarray] | None = None,
     finish: bool = False,
+    first_idx: int = 0,
 ) -> list[int]:
     """Store one 30 s clip per caption (or ``n`` clips captioned ``clip i``), back to back
     from ``t0`` (timeline seconds); returns their ids.
@@ -79,7 +80,7 @@ def add_clips(
                 "clip_node": (f"summary {i}", "room", "llm"),
             }
         ids.append(memory.add_clip(
-            source_id=sid, idx=i, t_start=start, t_end=start + step, day=day,
+            source_id=sid, idx=first_idx + i, t_start=start, t_end=start + step, day=day,
             day_start=day_start, caption=cap, transcript="",
             keyframes=list(keyframes[i]) if keyframes else [], signals={},
             keys={k: ((cap if keys == "caption" else f"{k} {i}"), "file")

@@ -86,6 +86,16 @@ def test_a_folder_without_media_is_an_error_and_creates_no_memory(run, tmp_path)
     assert not (tmp_path / "m.db").exists()
 
 
+def test_a_file_that_fails_before_its_length_is_known_gets_its_line_not_a_0_of_0_bar(
+        run, tmp_path):
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    r = run("--memory", str(tmp_path / "m.db"), "ingest", str(tmp_path / "empty.mp4"))
+    assert r.exit_code == 1
+    assert "0/0" not in r.output and "ingest:" not in r.stderr  # no progress bar at all
+    assert r.stdout.splitlines()[0].split()[:3] == ["!", "failed", "empty.mp4"]
+    assert "0 clips added" in r.stdout
+
+
 def test_status_of_a_memory_whose_recorder_never_ran(run, tmp_path):
     r = run("--memory", str(tmp_path / "m.db"), "status")
     assert r.exit_code == 0

@@ -128,3 +128,71 @@ def test_start_on_the_egolife_day_clock(hub, tmp_path):
                      IngestOptions(start=parse_moment("DAY1 09:00")))
         (clip,) = memory.all_clips()
         assert clip.day == "DAY1" and clip.t_start == parse_moment("DAY1 09:00")
+
+
+def test_files_sharing_an_mtime_are_placed_one_after_the_other(hub, tmp_path):
+    """Copied files without a container start share their modification time: the second is
+    moved after the first (their clips never share seconds), and each file's line says which
+    start it got and why."""
+    from edge.cli.render import ingest_lines
+    from edge.store import Memory
+
+    d = tmp_path / "copied"
+    d.mkdir()
+    shutil.copy(shared(FOOTAGE / "tiny_drawing_noaudio.mp4"), d / "a drawing.mp4")
+    shutil.copy(shared(FOOTAGE / "everyday_cooking.avi"), d / "b cooking.avi")
+    shutil.copy(shared(FOOTAGE / "everyday_reading.mp4"), d / "c reading.mp4")  # has a start
+    mtime = parse_moment("2026-11-30 10:15:09")
+    for f in d.iterdir():
+        os.utime(f, (mtime, mtime))
+    with Memory(tmp_path / "m.db") as memory:
+        report = ingest_paths(memory, hub, [d])
+        a, b, c = report.results
+        assert (a.start, a.start_from, a.placed_after) == (mtime - a.duration, "mtime", "")
+        assert (b.start, b.start_from) == (mtime, "mtime")  # right after a (it ends at mtime)
+        assert b.placed_after.endswith("a drawing.mp4")
+        assert c.start_from == "metadata" and c.placed_after == ""
+        spans = sorted((s.t_start, s.t_start + s.duration) for s in memory.sources_overlapping(
+            mtime - 3600, mtime + 3600))
+        assert spans == [(a.start, mtime), (mtime, mtime + b.duration)]
+        by_source = {}
+        for clip in memory.all_clips():
+            by_source.setdefault(clip.source_id, []).append(clip)
+        assert len(by_source) == 3 and all(len(v) == 1 for v in by_source.values())
+        lines = ingest_lines(report, memory.path, memory.stats())
+        sources = report.as_dict()["sources"]
+    assert "     a drawing.mp4: start 2026-11-30 10:15:04 (file modification time)" in lines
+    assert ("     b cooking.avi: start 2026-11-30 10:15:09 (file modification time; moved "
+            "after a drawing.mp4 to avoid overlap)") in lines
+    assert any(line.startswith("     c reading.mp4: start 2024-09-04 ")
+               and line.endswith("(container creation_time)") for line in lines), lines
+    assert [s["start_from"] for s in sources] == ["mtime", "mtime", "metadata"]
+    assert sources[1]["start_note"] == lines[lines.index(
+        "     b cooking.avi: start 2026-11-30 10:15:09 (file modification time; moved "
+        "after a drawing.mp4 to avoid overlap)")].split(": ", 1)[1]
+
+
+def test_two_ingests_of_one_file_at_once_count_only_the_clips_each_stored(hub, tmp_path):
+    """A second ingest of the same file starts while the first is at its first clip (as two
+    `edge ingest` processes would): together they report the clips stored, each once."""
+    from edge.store import Memory
+
+    video = shared(FOOTAGE / "everyday_cooking.avi")  # 9 s: three clips of 3 s
+    options = IngestOptions(clip_seconds=3.0)
+    path = tmp_path / "m.db"
+    with Memory(path) as first, Memory(path) as second:
+        reports = []
+
+        def second_ingest_starts(name, seconds):
+            if not reports:  # once the first clip is stored, the other process runs
+                reports.append(ingest_paths(second, hub, [video], options))
+
+        reports.insert(0, ingest_paths(first, hub, [video], options,
+                                       on_progress=second_ingest_starts))
+        stored = first.db.execute("SELECT count(*), count(DISTINCT idx) FROM clips").fetchone()
+        statuses = [r.results[0].status for r in reports]
+        sources = first.db.execute("SELECT count(*), min(status) FROM sources").fetchone()
+    assert stored == (3, 3) and sources == (1, "done")
+    assert statuses == ["ingested", "resumed"]
+    assert [r.clips_added for r in reports] == [1, 2]
+    assert sum(r.media_seconds for r in reports) == pytest.approx(9.0, abs=0.1)

@@ -224,6 +224,55 @@ def test_neighbors_stay_on_the_day_and_before_the_question(memory):
     assert [c.id for c in cut[0].after] == [11]
 
 
+
+def _window(memory: Memory, clip_id: int, delta: int = 2) -> list[int]:
+    clip = memory.clips([clip_id])[clip_id]
+    before, after = memory.neighbors(clip, delta)
+    return [c.id for c in [*reversed(before), clip, *after]]
+
+
+def test_neighbors_of_two_sources_that_start_at_the_same_second_stay_in_their_source(memory):
+    """Two files given the same start (copies sharing an mtime, two cameras at once) have
+    clips at the same seconds; each clip's ±Δ window is its own file's footage."""
+    a = add_clips(memory, 5, source="camera a")
+    b = add_clips(memory, 5, source="camera b", seed=1)
+    assert [memory.clips([i])[i].t_start for i in (a[2], b[2])] == [36060.0, 36060.0]
+    assert _window(memory, a[2]) == a
+    assert _window(memory, b[2]) == b
+    assert _window(memory, b[0]) == b[:3] and _window(memory, a[4]) == a[2:]
+    hood, = expand_neighbors(memory, [ScoredClip(b[1], 0.9, "event")], delta=2)
+    assert {c.source_id for c in hood.clips} == {memory.clips([b[0]])[b[0]].source_id}
+
+
+def test_neighbors_never_cross_a_gap_in_the_footage(memory):
+    """A source whose footage stops at 10:01 and goes on at 11:00 (or misses a clip) is two
+    stretches of footage: the window ends at the break."""
+    sid = add_source(memory, "gappy")
+    first = add_clips(memory, 2, source=sid)  # 10:00:00–10:01:00
+    later = add_clips(memory, 2, source=sid, t0=39600.0, first_idx=2)  # 11:00:00–11:01:00
+    after_missing = add_clips(memory, 1, source=sid, t0=39690.0, first_idx=5)  # idx 4 missing
+    assert _window(memory, first[1]) == first
+    assert _window(memory, later[0]) == later
+    assert _window(memory, after_missing[0]) == after_missing
+    # a few seconds between caption records is the same footage (EgoLife)
+    close = add_clips(memory, 2, source="close", t0=50000.0, step=33.0)
+    nudged = add_clips(memory, 1, source=close and memory.source_by_hash("close").id,
+                       t0=50070.0, first_idx=2)
+    assert _window(memory, close[0]) == [*close, *nudged]
+
+
+def test_neighbors_continue_into_the_next_file_of_one_recording_unless_two_could(memory):
+    """Consecutive files (a camera's chapters, the recorder's 30 s files) connect; when two
+    files both start where one ends, neither is its continuation."""
+    a = add_clips(memory, 3, source="chapter 1")
+    b = add_clips(memory, 3, source="chapter 2", t0=36090.0, seed=1)
+    assert _window(memory, a[2]) == [*a, *b[:2]]
+    assert _window(memory, b[0]) == [*a[1:], *b[:3]]
+    add_clips(memory, 2, source="another camera", t0=36090.0, seed=2)
+    assert _window(memory, a[2]) == a
+    assert _window(memory, b[0]) == b[:3]
+
+
 # ---- concurrency -------------------------------------------------------------------------
 
 def test_a_second_writer_waits_for_the_lock_instead_of_failing(tmp_path):
@@ -238,3 +287,32 @@ def test_a_second_writer_waits_for_the_lock_instead_of_failing(tmp_path):
         t0 = time.perf_counter()
         sid = add_source(b, "y", kind="video")
         assert sid == 2 and time.perf_counter() - t0 >= 0.4
+
+
+def test_two_ingests_registering_one_file_at_once_get_one_source(tmp_path):
+    """Both look the file up, find nothing and add it: the second must find the first's row
+    (resume it), not fail on the unique hash or add a second source."""
+    import threading
+
+    from edge.memory_writer import NewSource, register_or_resume
+
+    def describe() -> NewSource:
+        return NewSource(path="clip.mp4", kind="video", clock="wall", start_from="mtime",
+                         t_start=1.7e9, duration=90.0, n_clips=3, info={})
+
+    path = tmp_path / "m.db"
+    with Memory(path) as a, Memory(path) as b:
+        second: dict = {}
+        other = threading.Thread(
+            target=lambda: second.update(state=register_or_resume(b, "same", describe)))
+
+        def describe_while_the_other_registers() -> NewSource:
+            other.start()
+            other.join(timeout=1.0)  # it registers now, or waits for our transaction
+            return describe()
+
+        first = register_or_resume(a, "same", describe_while_the_other_registers)
+        other.join()
+        assert (first.status, second["state"].status) == ("ingested", "resumed")
+        assert second["state"].source_id == first.source_id
+        assert a.db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1

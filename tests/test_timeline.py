@@ -6,11 +6,13 @@ import pytest
 from edge.timeline import (
     TimeParseError,
     TimeWindow,
+    clear_of,
     day_of,
     egolife_time,
     format_moment,
     guess_clock,
     parse_moment,
+    start_note,
     window_from_question,
 )
 
@@ -96,3 +98,24 @@ def test_a_named_window_ends_at_the_query_time():
     t = parse_moment("DAY1 20:30")
     w = window_from_question("What did we do this evening?", t)
     assert (w.label, w.start, w.end) == ("DAY1 evening", parse_moment("DAY1 17:00"), t)
+
+
+def test_a_guessed_start_is_moved_past_every_span_it_overlaps():
+    spans = [("a.mp4", 100.0, 171.1), ("b.mp4", 171.1, 200.0), ("c.mp4", 500.0, 530.0)]
+
+    def overlapping(start, end):
+        return [s for s in spans if s[1] < end and s[2] > start]
+
+    assert clear_of(100.0, 71.1, overlapping) == (200.0, "b.mp4")  # past a, then past b
+    assert clear_of(90.0, 10.0, overlapping) == (90.0, "")  # ends where a starts: kept
+    assert clear_of(480.0, 30.0, overlapping) == (530.0, "c.mp4")
+    assert clear_of(300.0, 0.0, overlapping) == (300.0, "")
+
+
+def test_a_start_note_says_where_the_start_came_from():
+    t = parse_moment("2026-11-30 10:15:00")
+    assert start_note(t, "mtime", "/footage/other.mp4") == (
+        "start 2026-11-30 10:15:00 (file modification time; moved after other.mp4 to avoid "
+        "overlap)")
+    assert start_note(t, "metadata") == "start 2026-11-30 10:15:00 (container creation_time)"
+    assert start_note(parse_moment("DAY1 11:00"), "--start") == "start DAY1 11:00:00 (--start)"

@@ -30,8 +30,10 @@ class IngestRun:
         self.usage: dict = {}
 
     def on_total(self, total: float) -> None:
-        """Start the progress bar once the total is known."""
-        self.bar = render.progress_bar(total, self.unit, self.desc)
+        """Start the progress bar once the total is known; none when there is nothing to
+        count (every file failed before its length was known: its line says why)."""
+        if total > 0:
+            self.bar = render.progress_bar(total, self.unit, self.desc)
 
     def advance(self, amount: float, name: str | None = None) -> None:
         """Move the bar by ``amount`` (and show ``name``, the file being ingested)."""

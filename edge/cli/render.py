@@ -60,7 +60,10 @@ def ago(t: float | None) -> str:
 # ---- ingest -------------------------------------------------------------------------------
 
 def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
-    """``edge ingest``: a line per file, the cost per stage, then the totals."""
+    """``edge ingest``: a line per file (and one with its start on the timeline and where
+    that came from), the cost per stage, then the totals."""
+    from edge.timeline import start_note
+
     lines = []
     for r in report.results:
         mark = {"ingested": "+", "resumed": "+", "skipped": "=", "failed": "!"}[r.status]
@@ -70,6 +73,9 @@ def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
         if r.message:
             line += f"  ({r.message})"
         lines.append(line)
+        if r.start is not None:
+            lines.append(f"     {Path(r.path).name}: "
+                         f"{start_note(r.start, r.start_from, r.placed_after)}")
         lines += [f"     note: {w}" for w in r.warnings]
     if report.media_seconds > 0:
         lines.append("stage        seconds    RTF  calls  tokens in/out")

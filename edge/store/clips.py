@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from edge.store.records import (
     CLIP_COLS,
+    CLIP_COLS_C,
     EMBED_DIM,
     Clip,
     Fact,
@@ -21,6 +23,15 @@ from edge.store.records import (
     id_marks,
 )
 from edge.store.scope import time_scope
+
+FOOTAGE_GAP_SECONDS = 30.0
+"""A break of this many seconds or more between two clips ends their footage: ±Δ
+neighbors never cross it (EgoLife caption records are a few seconds apart; a missing
+30 s clip is a break)."""
+SEAM_SECONDS = 1.0
+"""How far a file may start before the previous one's end (or its clips overlap) and still
+continue it: start times from metadata are rounded, clips are cut at keyframes."""
+_SOURCE_COLS = "id, path, sha256, kind, clock, t_start, duration, n_clips, status, start_from"
 
 
 class ClipStore:
@@ -31,9 +42,21 @@ class ClipStore:
     def source_by_hash(self, sha256: str) -> Source | None:
         """The source whose content hash is ``sha256`` (hex), or ``None``."""
         row = self.db.execute(
-            "SELECT id, path, sha256, kind, clock, t_start, duration, n_clips, status "
-            "FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
+            f"SELECT {_SOURCE_COLS} FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
         return Source(*row) if row else None
+
+    def sources_overlapping(self, start: float, end: float) -> list[Source]:
+        """Sources whose span ``[t_start, t_start + duration)`` meets ``[start, end)``
+        (timeline seconds), earliest first."""
+        return [Source(*r) for r in self.db.execute(
+            f"SELECT {_SOURCE_COLS} FROM sources WHERE t_start < ? AND t_start + duration > ?"
+            " ORDER BY t_start, id", (float(end), float(start)))]
+
+    def registering(self):
+        """A write transaction (BEGIN IMMEDIATE) to look a source up and add it as one step:
+        a second process registering the same content waits, then finds this one's row
+        (:func:`edge.memory_writer.register_or_resume`). Rolls back on any exception."""
+        return self._write()
 
     def add_source(self, *, path: str, sha256: str, kind: str, clock: str, start_from: str,
                    t_start: float, duration: float, n_clips: int, info: dict) -> int:
@@ -67,8 +90,18 @@ class ClipStore:
         return dict(self.db.execute("SELECT id, idx FROM clips WHERE source_id = ?",
                                     (source_id,)))
 
+    def has_clip(self, source_id: int, idx: int) -> bool:
+        """Whether clip ``idx`` of ``source_id`` is stored (by this or another process)."""
+        return self.db.execute("SELECT 1 FROM clips WHERE source_id = ? AND idx = ?",
+                               (source_id, idx)).fetchone() is not None
+
     # -- writing a clip
-    def add_clip(
+    def add_clip(self, **clip: Any) -> int:
+        """:meth:`store_clip` (same keyword arguments), returning only the clip's id, new or
+        already stored."""
+        return self.store_clip(**clip)[0]
+
+    def store_clip(
         self,
         *,
         source_id: int,
@@ -86,13 +119,15 @@ class ClipStore:
         facts: Sequence[Fact] = (),
         fact_vectors: np.ndarray | None = None,
         clip_node: tuple[str, str, str] | None = None,
-    ) -> int:
-        """Store one clip with its keys and key vectors in ONE transaction; returns its id.
+    ) -> tuple[int, bool]:
+        """Store one clip with its keys and key vectors in ONE transaction; returns its id
+        and whether this call stored it.
 
         ``t_start``/``t_end``/``day_start`` are timeline seconds. ``keys`` maps a type in
         :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps the same types to 384-d
-        float32 unit vectors. A clip already stored under ``(source_id, idx)`` is left as it
-        is and its id returned.
+        float32 unit vectors. A clip already stored under ``(source_id, idx)`` — e.g. by a
+        second ingest of the same file running at the same time — is left as it is:
+        ``(its id, False)``.
 
         PyraVid pyramid (§3.2), in the same transaction: ``facts`` with their
         ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
@@ -104,7 +139,7 @@ class ClipStore:
             row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
                                   (source_id, idx)).fetchone()
             if row:
-                return row[0]
+                return row[0], False
             self.db.execute(
                 "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
                 " transcript, keyframes, signals) VALUES(?,?,?,?,?,?,?,?,?,?)",
@@ -118,7 +153,7 @@ class ClipStore:
                 self.db.execute("INSERT INTO nodes_clip(clip_id, summary, scene, origin) "
                                 "VALUES(?,?,?,?)", (clip_id, *clip_node))
             self._index_clip_text(clip_id, caption, transcript, keys, facts)
-            return clip_id
+            return clip_id, True
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],
                   vectors: dict[str, np.ndarray]) -> None:
@@ -176,19 +211,68 @@ class ClipStore:
             f"SELECT {CLIP_COLS} FROM clips ORDER BY t_start, id")]
 
     def neighbors(self, clip: Clip, delta: int) -> tuple[list[Clip], list[Clip]]:
-        """Up to ``delta`` clips before and after ``clip`` on the same day, nearest first
-        (MERIT Eq. 8 window, on the timeline rather than within one file)."""
+        """Up to ``delta`` clips before and after ``clip`` in its continuous footage, nearest
+        first (MERIT Eq. 8 window).
+
+        A step goes to the next (previous) clip of the same source when it is the very next
+        index, on the same day, less than :data:`FOOTAGE_GAP_SECONDS` away; past the last
+        (first) clip of a source it goes on into ONE other source that continues it — starts
+        where this one ends (±:data:`SEAM_SECONDS`), without overlapping it — so consecutive
+        files of one recording connect. A gap in the footage, or two sources that could
+        continue it, end the window: clips of overlapping sources (two cameras at the same
+        time, copies given the same start) are never mixed.
+        """
         if delta <= 0:
             return [], []
-        before = [clip_from_row(r) for r in self.db.execute(
-            f"SELECT {CLIP_COLS} FROM clips WHERE day = ? AND (t_start < ? OR "
-            "(t_start = ? AND id < ?)) ORDER BY t_start DESC, id DESC LIMIT ?",
-            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
-        after = [clip_from_row(r) for r in self.db.execute(
-            f"SELECT {CLIP_COLS} FROM clips WHERE day = ? AND (t_start > ? OR "
-            "(t_start = ? AND id > ?)) ORDER BY t_start, id LIMIT ?",
-            (clip.day, clip.t_start, clip.t_start, clip.id, delta))]
-        return before, after
+        return self._walk(clip, delta, -1), self._walk(clip, delta, 1)
+
+    def _walk(self, clip: Clip, delta: int, step: int) -> list[Clip]:
+        """Up to ``delta`` clips from ``clip`` in direction ``step`` (±1) of its footage."""
+        out: list[Clip] = []
+        while len(out) < delta:
+            row = self.db.execute(
+                f"SELECT {CLIP_COLS} FROM clips WHERE source_id = ? AND idx "
+                f"{'>' if step > 0 else '<'} ? ORDER BY idx {'' if step > 0 else 'DESC'} "
+                "LIMIT 1", (clip.source_id, clip.idx)).fetchone()
+            nxt = clip_from_row(row) if row else self._seam(clip, step)
+            if nxt is None or not _continues(clip, nxt, step):
+                break
+            out.append(nxt)
+            clip = nxt
+        return out
+
+    def _seam(self, clip: Clip, step: int, *, both_ways: bool = True) -> Clip | None:
+        """The clip of another source that continues ``clip``'s source past its last
+        (``step`` 1) or before its first (``step`` -1) clip, or ``None`` when no source, or
+        more than one, does — on either side of the seam (``both_ways``)."""
+        lo, hi = self.db.execute(
+            "SELECT min(s.t_start, min(c.t_start)), max(s.t_start + s.duration, max(c.t_end)) "
+            "FROM sources s JOIN clips c ON c.source_id = s.id WHERE s.id = ?",
+            (clip.source_id,)).fetchone()
+        if step > 0:  # the first clip of a source that starts where this one ends
+            rows = self.db.execute(
+                f"SELECT {CLIP_COLS_C} FROM clips c JOIN sources s ON s.id = c.source_id "
+                "WHERE c.day = ? AND c.source_id != ? AND c.t_start >= ? AND c.t_start < ? "
+                "AND s.t_start >= ? "
+                "AND c.idx = (SELECT min(idx) FROM clips WHERE source_id = c.source_id) "
+                "LIMIT 2", (clip.day, clip.source_id, clip.t_end - SEAM_SECONDS,
+                            clip.t_end + FOOTAGE_GAP_SECONDS, hi - SEAM_SECONDS)).fetchall()
+        else:  # the last clip of a source that ends where this one starts
+            rows = self.db.execute(
+                f"SELECT {CLIP_COLS_C} FROM clips c JOIN sources s ON s.id = c.source_id "
+                "WHERE c.day = ? AND c.source_id != ? AND c.t_start < ? AND c.t_end > ? "
+                "AND c.t_end <= ? AND s.t_start + s.duration <= ? "
+                "AND c.idx = (SELECT max(idx) FROM clips WHERE source_id = c.source_id) "
+                "LIMIT 2", (clip.day, clip.source_id, clip.t_start,
+                            clip.t_start - FOOTAGE_GAP_SECONDS, clip.t_start + SEAM_SECONDS,
+                            lo + SEAM_SECONDS)).fetchall()
+        if len(rows) != 1:
+            return None
+        other = clip_from_row(rows[0])
+        if both_ways:
+            back = self._seam(other, -step, both_ways=False)
+            return other if back is not None and back.id == clip.id else None
+        return other
 
     def count_clips(self, before: float | None = None, after: float | None = None) -> int:
         """Clips that end in ``(after, before]`` (timeline seconds, either open)."""
@@ -221,3 +305,15 @@ class ClipStore:
         return [(day, day_start, int(hour), n) for day, day_start, hour, n in self.db.execute(
             "SELECT day, min(day_start), CAST((t_start - day_start) / 3600 AS INTEGER) AS h,"
             " count(*) FROM clips GROUP BY day, h ORDER BY min(t_start)")]
+
+
+def _continues(clip: Clip, nxt: Clip, step: int) -> bool:
+    """Whether ``nxt``, the clip next to ``clip`` in direction ``step`` (±1), is the same
+    footage: same day, and within one source the very next index less than
+    :data:`FOOTAGE_GAP_SECONDS` away (a seam into another source is checked by its query)."""
+    if nxt.day != clip.day:
+        return False
+    if nxt.source_id != clip.source_id:
+        return True
+    gap = nxt.t_start - clip.t_end if step > 0 else clip.t_start - nxt.t_end
+    return nxt.idx == clip.idx + step and gap < FOOTAGE_GAP_SECONDS

@@ -34,7 +34,9 @@ class Clip:
 
 @dataclass(frozen=True)
 class Source:
-    """An ingested file: its content hash makes re-ingesting it a no-op."""
+    """An ingested file: its content hash makes re-ingesting it a no-op. ``t_start``:
+    timeline seconds; ``duration``: seconds; ``start_from``: where ``t_start`` came from
+    (``metadata``, ``--start``, ``mtime``, ``file``)."""
 
     id: int
     path: str
@@ -45,6 +47,7 @@ class Source:
     duration: float
     n_clips: int
     status: str
+    start_from: str = ""
 
 
 @dataclass
