@@ -332,6 +332,17 @@ def test_a_looping_query_cut_mid_word_by_its_budget_is_the_tried_question_again(
     assert not repeats_query("kettle", q) and not repeats_query(q, "")
 
 
+def test_an_answer_that_stops_mid_sentence_is_recognised():
+    """Issue 10 item 3: 'one answer was cut at "Lucia said,"' — such an answer is marked."""
+    from edge.answer.steps import ends_mid_sentence
+    for cut in ["Lucia said,", "I look at Katrina's iPad screen. Katrina says",
+                "We bought a kettle and", "The label read:", "Then we went to the"]:
+        assert ends_mid_sentence(cut), cut
+    for whole in ["Lucia said it was red.", "Katrina.", "B", "The red kettle", "",
+                  "I don't know"]:
+        assert not ends_mid_sentence(whole), whole
+
+
 def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
     add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it."])
     # 4 tokens, then 8 on the retry: not even {"answer": "Lucia", "cited": [1]} fits

@@ -18,6 +18,7 @@ from .steps import (
     answer,
     decide,
     decompose,
+    ends_mid_sentence,
     expand,
     filter_neighbors,
     next_queries,
@@ -91,7 +92,7 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
     text = collapse_loops((reply or {}).get("answer", "").strip())  # a looping phrase: once
     if reply is not None and not text:
         run.note.failure("the solver gave no answer; showing the retrieved evidence")
-    elif text.endswith((",", ";", ":", "-")):  # e.g. 'Lucia said,'
+    elif ends_mid_sentence(text):  # e.g. 'Lucia said,'
         run.note.failure("the answer was cut off mid-sentence")
     extra = {}
     if o.choices:

@@ -179,6 +179,23 @@ def repeats_query(query: str, tried: str) -> bool:
     return bool(tail) and t.startswith(tail)
 
 
+_DANGLING = frozenset("a an and but of or says said say tells told than that the to with".split())
+
+
+def ends_mid_sentence(text: str) -> bool:
+    """Whether an answer stops mid-sentence: it ends on ``,`` ``;`` ``:`` or a dash, or on
+    a word that cannot end an English sentence (``and``, ``the``, ``said`` ...) with no
+    closing punctuation — what a reply cut by its token budget, or a loop cut to one copy
+    (``"Lucia said,"``), looks like. ``""`` is not (no answer is reported apart)."""
+    text = text.rstrip()
+    if not text:
+        return False
+    if text.endswith((",", ";", ":", "-", "–", "—")):
+        return True
+    last = text.split()[-1].lower()
+    return last.isalpha() and last in _DANGLING
+
+
 def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Packed]]:
     """The final answer call of ``loop="merit"`` over the last round's evidence (the raw
     captions, with a note, when filtering kept nothing), with the anchors' keyframes when
