@@ -183,3 +183,13 @@ def test_a_quoted_short_number_is_the_string_the_answer_relies_on():
                                    Q, [10, 12, 14], clips)
     assert check["terms"] == ["96"]
     assert cited == [14] and [d["clip_id"] for d in check["dropped"]] == [10, 12]
+
+
+def test_an_unquoted_short_number_a_clip_quotes_whole_is_screen_text():
+    """Hand run 2 on the shared footage: '26200110611275, 26230160609437, 96' — the 96 came
+    from the clip whose visible text is "96", which must be cited too."""
+    clips = [*CLIPS, (14, 'Video, 30 s: the view is mostly still. Visible text: "96".'),
+             (15, 'Video, 30 s: the view moves. Visible text: "26200110611275". Up to 2 faces.')]
+    cited, check = check_citations("26200110611275, 96, 2 faces", Q, [15], clips)
+    assert check["terms"] == ["26200110611275", "96"]
+    assert cited == [15, 14]

@@ -5,7 +5,8 @@ The rule, in order:
 
 1. **The answer's terms.** Its *strong* terms are the strings it quotes (``"OPEN 9-5"``,
    ``“…”``, ``'…'``; a quoted ``'96'`` too: it is the screen text the answer relies on)
-   and its unquoted numbers of 3+ digits; its *words* are the content words (3+
+   and its unquoted numbers of 3+ digits (or of 1-2 digits that an evidence clip quotes
+   whole, ``Visible text: "96"``); its *words* are the content words (3+
    characters, not a stopword, not a word of the question) compared by a crude stem
    (:func:`stem`), and its numbers of 1-2 digits. Clock times (``11:15:24``), dates
    (``2025-02-20``) and day labels (``DAY1``) are left out: the notes' headers carry them,
@@ -108,6 +109,8 @@ class ClipText:
     def __init__(self, text: str) -> None:
         self.seq = " " + " ".join(words(text)) + " "
         self.stems = {stem(w) for w in words(text)}
+        self.quoted = {" ".join(words(next(g for g in m.groups() if g is not None)))
+                       for m in _QUOTED.finditer(text)}
 
     def holds(self, term: str, *, strong: bool) -> bool:
         """Whether the clip holds ``term``: a strong term as a whole-word sequence, a word
@@ -167,7 +170,12 @@ def check_citations(answer: str, question: str, cited: list[int],
         :class:`CitationCheck`.
     """
     texts = {cid: ClipText(t) for cid, t in evidence}
-    strong, ws = _distinctive(answer_terms(answer, question), texts)
+    terms = answer_terms(answer, question)
+    # a 1-2 digit number that a clip quotes whole (Visible text: "96") is screen text
+    quoted_small = [w for w in terms["words"]
+                    if _short_number(w) and any(w in c.quoted for c in texts.values())]
+    strong, ws = _distinctive(Terms(strong=[*terms["strong"], *quoted_small],
+                                    words=terms["words"]), texts)
     strong = [t for t in strong if any(c.holds(t, strong=True) for c in texts.values())]
     ws = [w for w in ws if any(c.holds(w, strong=False) for c in texts.values())] or ws
     terms, is_strong = (strong, True) if strong else (ws, False)
