@@ -316,3 +316,16 @@ def test_two_ingests_registering_one_file_at_once_get_one_source(tmp_path):
         assert (first.status, second["state"].status) == ("ingested", "resumed")
         assert second["state"].source_id == first.source_id
         assert a.db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+
+
+def test_last_ingest_is_the_last_clip_stored_not_the_sources_first_registration(memory):
+    """Issue 10 item 5: the rest of a source registered days ago (``ingest-captions
+    --limit`` then the rest, a resumed run) is an ingest now, for the chat and `edge status`."""
+    import time
+
+    sid = add_source(memory, "old", n_clips=4, t_start=36000.0, duration=120.0)
+    add_clips(memory, 2, source=sid)
+    memory.db.execute("UPDATE sources SET added_at = ?", (time.time() - 3 * 86400,))
+    before = time.time()
+    add_clips(memory, 2, source=sid, t0=36060.0, first_idx=2)
+    assert memory.stats()["last_ingest"] >= before

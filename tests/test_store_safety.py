@@ -98,7 +98,7 @@ def test_read_only_folder_is_a_clear_error_and_data_stays_readable(tmp_path):
 
 def test_runs_migration_from_the_previous_version(tmp_path):
     path = tmp_path / "old.db"
-    previous = [m for m in MIGRATIONS if m[0] != "m004_runs"]
+    previous = MIGRATIONS[:[name for name, _ in MIGRATIONS].index("m004_runs")]
     db = connect(path)
     assert apply_migrations(db, previous) == [name for name, _ in previous]
     db.execute("INSERT INTO sources(path, sha256, kind, clock, start_from, t_start, duration, "

@@ -283,7 +283,8 @@ def test_last_ingest_follows_a_caption_ingest_that_resumes_its_file(tmp_path, hu
     path = tmp_path / "m.db"
     with Memory(path) as memory:
         assert ingest_caption_file(memory, hub, src, limit=2).clips_added == 2
-        memory.db.execute("UPDATE sources SET added_at = added_at - 3 * 86400")  # 3 days ago
+        for table in ("sources", "clips"):  # that ingest was 3 days ago
+            memory.db.execute(f"UPDATE {table} SET added_at = added_at - 3 * 86400")
 
     def last_ingest(bar) -> float:
         when = re.search(r"last ingest (\S+ \S+)", str(bar.render())).group(1)

@@ -65,7 +65,7 @@ class EdgeApp(App):
         self.ask_lock = threading.Lock()
         self.memory: Memory | None = None
         self.open_error: str | None = None  # why the memory file could not be opened
-        self.status: MemoryStatus | None = None
+        self.status: MemoryStatus = memory_status(self.memory_path, None, hub)
         self._open_memory()
 
     # -- memory and status
@@ -79,7 +79,7 @@ class EdgeApp(App):
                 if str(e) != self.open_error and self.is_running:
                     self.notify(str(e), severity="error", timeout=15)
                 self.open_error = str(e)
-        self.status = memory_status(self.memory_path, self.memory, self.hub, self.status)
+        self.status = memory_status(self.memory_path, self.memory, self.hub)
 
     def get_default_screen(self) -> ChatScreen:
         """The chat screen, under every other screen."""

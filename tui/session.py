@@ -6,7 +6,6 @@ Kept apart from the widgets so the screens stay thin and these reads test withou
 from __future__ import annotations
 
 import shlex
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,28 +53,14 @@ def remote_roles(hub) -> list[str]:
     return hub.remote_roles()
 
 
-def memory_status(path: Path, memory: Memory | None, hub,
-                  previous: MemoryStatus | None = None) -> MemoryStatus:
+def memory_status(path: Path, memory: Memory | None, hub) -> MemoryStatus:
     """The status of the memory at ``path`` (``memory`` is its open connection, or None when
-    the file does not exist) and of ``hub``'s profile.
-
-    ``previous``: the status read before (the chat re-reads it every few seconds). The store
-    dates an ingest by when its source was first registered, so an ingest that resumes a
-    source (``ingest-captions --limit`` then the rest, an interrupted run) or that runs for
-    minutes leaves that date behind; when the clip count grew since ``previous``, the last
-    ingest is now (to within the refresh interval), and it never moves back."""
+    the file does not exist) and of ``hub``'s profile."""
     stats = memory.stats() if memory is not None else {}
-    clips = stats.get("clips", 0)
-    last = stats.get("last_ingest")
-    if previous is not None and Path(previous.path) == Path(path):
-        seen = [t for t in (last, previous.last_ingest) if t is not None]
-        if clips > previous.clips:
-            seen.append(time.time())
-        last = max(seen, default=None)
     return MemoryStatus(
-        path=Path(path), exists=memory is not None, clips=clips,
+        path=Path(path), exists=memory is not None, clips=stats.get("clips", 0),
         hours=stats.get("hours", 0.0), days=stats.get("days", []),
-        last_ingest=last, profile=hub.profile.name,
+        last_ingest=stats.get("last_ingest"), profile=hub.profile.name,
         remote_roles=remote_roles(hub))
 
 

@@ -75,7 +75,8 @@ class Accounting:
 
     def stats(self) -> dict:
         """Counts: ``sources``, ``clips``, ``keys`` (not caption vectors), ``hours`` covered,
-        ``days``, ``first``/``last`` (timeline seconds), ``last_ingest`` (Unix time),
+        ``days``, ``first``/``last`` (timeline seconds), ``last_ingest`` (Unix time of the
+        last source registered or clip stored),
         ``partial_sources`` (paths not ``done``) and ``pyramid`` (:meth:`pyramid_stats`)."""
         q = self.db.execute
         n_clips, secs, first, last = q(
@@ -89,7 +90,8 @@ class Accounting:
             "days": [r[0] for r in q("SELECT DISTINCT day FROM clips ORDER BY day")],
             "first": first,
             "last": last,
-            "last_ingest": q("SELECT max(added_at) FROM sources").fetchone()[0],
+            "last_ingest": q("SELECT max((SELECT max(added_at) FROM sources),"
+                             " coalesce((SELECT max(added_at) FROM clips), 0))").fetchone()[0],
             "partial_sources": [r[0] for r in q(
                 "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
             "pyramid": self.pyramid_stats(),

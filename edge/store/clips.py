@@ -142,9 +142,10 @@ class ClipStore:
                 return row[0], False
             self.db.execute(
                 "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
-                " transcript, keyframes, signals) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                " transcript, keyframes, signals, added_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                 (source_id, idx, t_start, t_end, day, day_start, caption, transcript,
-                 json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False)),
+                 json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False),
+                 time.time()),
             )
             clip_id = self.db.last_insert_rowid()
             self._add_keys(clip_id, t_end, keys, vectors)

@@ -213,11 +213,19 @@ def _m004_runs(db) -> None:
     db.execute(_M004_RUNS)
 
 
+def _m005_clip_added_at(db) -> None:
+    """When each clip was stored (Unix seconds; NULL for clips stored before this
+    migration), so the last ingest is the last clip written — also by a run that resumed a
+    source registered days ago — not the last source registered."""
+    db.execute("ALTER TABLE clips ADD COLUMN added_at REAL")
+
+
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
     ("m003_pyramid", _m003_pyramid),
     ("m004_runs", _m004_runs),
+    ("m005_clip_added_at", _m005_clip_added_at),
 ]
 """``(name, step)`` in order; a step takes an apsw connection. Append only."""
 
