@@ -9,13 +9,13 @@ of the key type where its maximum is reached.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from edge.store import KEY_TYPES, Clip, Memory
+from models.repeats import norm_words
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression for free text: its words (stopwords dropped), each quoted,
     joined with OR so BM25 ranks clips by how many and how rare the words are. ``None`` when
     no word is left."""
-    words = [w for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
+    words = [w for w in norm_words(text) if w not in STOPWORDS]
     words = list(dict.fromkeys(words))
     if not words:
         return None

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from typing import TypedDict
 
 from edge.retrieval import STOPWORDS
+from models.repeats import norm_words as words
 
 MAX_CITED = 6
 """The most citations an answer keeps (as many as the answer schema allows)."""
@@ -50,7 +51,6 @@ EXTRA_STOPWORDS = frozenset(
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<![\w])'([^']+)'(?![\w])")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{4}-\d{2}-\d{2}\b|\bday\s*\d+\b",
                    re.IGNORECASE)
-_WORD = re.compile(r"\w+")
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
@@ -64,9 +64,11 @@ def stem(word: str) -> str:
     return w
 
 
-def words(text: str) -> list[str]:
-    """The lowercased words of ``text`` (letters and digits; punctuation dropped)."""
-    return _WORD.findall(text.lower())
+def quoted_strings(text: str) -> list[str]:
+    """The strings ``text`` quotes (``"…"``, ``“…”``, ``'…'``), each as its lowercased words
+    joined by spaces, in order."""
+    return [" ".join(words(next(g for g in m.groups() if g is not None)))
+            for m in _QUOTED.finditer(text)]
 
 
 def content_stems(text: str, exclude: Iterable[str] = ()) -> list[str]:
@@ -89,8 +91,7 @@ class Terms(TypedDict):
 def answer_terms(answer: str, question: str = "") -> Terms:
     """The terms of ``answer`` by rule 1 of the module (before the distinctiveness cut)."""
     text = _TIME.sub(" ", answer)
-    quoted = [" ".join(words(next(g for g in m.groups() if g is not None)))
-              for m in _QUOTED.finditer(text)]
+    quoted = quoted_strings(text)
     numbers = [w for w in words(_QUOTED.sub(" ", text)) if w.isdigit()]
     strong = list(dict.fromkeys([*(q for q in quoted if q),
                                  *(n for n in numbers if not _short_number(n))]))
@@ -109,8 +110,7 @@ class ClipText:
     def __init__(self, text: str) -> None:
         self.seq = " " + " ".join(words(text)) + " "
         self.stems = {stem(w) for w in words(text)}
-        self.quoted = {" ".join(words(next(g for g in m.groups() if g is not None)))
-                       for m in _QUOTED.finditer(text)}
+        self.quoted = set(quoted_strings(text))
 
     def holds(self, term: str, *, strong: bool) -> bool:
         """Whether the clip holds ``term``: a strong term as a whole-word sequence, a word
