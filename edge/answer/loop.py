@@ -13,6 +13,7 @@ from .evidence import Packed
 from .options import AskOptions
 from .question import Run, start
 from .records import Answer, Decision, FinalReply, Round
+from .search import round_queries
 from .steps import (
     anchor_hits,
     answer,
@@ -47,7 +48,7 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
     # checks, time scope, solver, prompt frame
     run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress)
     sub_queries = decompose(run)  # MARQUIS §3.1, only with opts.decompose
-    queries = [run.question, *sub_queries]
+    queries = round_queries(run.question, run.opts, sub_queries)  # + options, fused
     rounds: list[Round] = []
     packed: list[Packed] = []
     for r in range(1, run.opts.max_rounds + 1):  # round r ≤ R

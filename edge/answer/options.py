@@ -40,6 +40,8 @@ class AskOptions:
             (rrf/wrrf/max/sum/mean; ``rrf_k`` = K of RRF).
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
             one letter and the reason goes to ``Answer.extra["reason"]``.
+        choice_queries: with ``choices``, round 1 also searches each option (the
+            question's words and the option's), fused with ``fusion``.
         neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering (Eq. 9).
         pyramid: PyraVid §3.3 expansion and pruning each round (one more solver call) and
             the day's global node as context; ``None`` = when the memory has a pyramid.
@@ -64,6 +66,7 @@ class AskOptions:
     fusion: str = "rrf"
     rrf_k: int = 60
     choices: list[str] | None = None
+    choice_queries: bool = True
     neighbor_filter: bool = False
     pyramid: bool | None = None
     frames: bool | None = None

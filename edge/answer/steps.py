@@ -23,13 +23,14 @@ from edge.prompts import (
     SUFFICIENCY_SCHEMA,
     choice_schema,
 )
-from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors, multi_query_retrieve
+from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors
 from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips, numbered_notes
 from .question import Run
 from .records import AnchorHit, Decision, Expansion, FinalReply
+from .search import embed_queries, round_anchors
 
 SUFFICIENCY_TOKENS = 80
 """Reply budget of the sufficiency call (a boolean and a short query)."""
@@ -52,12 +53,8 @@ def retrieve(run: Run, round_no: int, queries: list[str]
     o = run.opts
     run.say(round_no, f"searching {queries[0]!r}"
             + (f" and {len(queries) - 1} sub-queries" if len(queries) > 1 else ""))
-    vecs = list(run.embedder.embed(queries)) if len(queries) > 1 else [
-        run.embedder.embed_one(queries[0])]
-    anchors = multi_query_retrieve(
-        run.memory, queries, vecs, top_n=o.top_n, key_types=o.key_types,
-        lexical=o.retrieval == "hybrid", fusion=o.fusion, k=o.rrf_k,
-        before=run.scope.end, after=run.scope.start)
+    vecs = embed_queries(run.embedder, queries)
+    anchors = round_anchors(run.memory, queries, vecs, o, run.scope, o.top_n)
     hoods = expand_neighbors(run.memory, anchors, o.delta, before=o.at)
     return anchors, hoods, vecs
 
