@@ -8,12 +8,12 @@ then, or an empty list, and retrieval degrades to the question alone.
 
 from __future__ import annotations
 
-from edge.prompts import DECOMPOSE_PROMPT, decompose_schema
+from edge.prompts import DECOMPOSE_PROMPT, REWRITE_PROMPT, decompose_schema
 from models.llm import ContextOverflowError, LLMOutputError
 
 
 def decompose(llm, question: str, *, max_queries: int = 3,
-              choices: list[str] | None = None) -> list[str]:
+              choices: list[str] | None = None, style: str = "phrases") -> list[str]:
     """Atomic sub-queries of ``question``, deduplicated, the question itself excluded.
 
     One schema-constrained call to ``llm`` (the solver role). Multiple-choice options are
@@ -21,10 +21,16 @@ def decompose(llm, question: str, *, max_queries: int = 3,
     the question alone — when the reply is unusable after the backend's one repair
     (:class:`~models.llm.LLMOutputError`) or the question does not fit the context; both
     are normal degradations, not errors.
+
+    ``style="statements"``: instead of search phrases, the question rewritten as
+    ``max_queries`` statements in the memory's own style ("I ... while Shure ..."), notes
+    the answer's clips could hold — HyDE-style query rewriting (MARQUIS §3.1 decomposition
+    with hypothetical evidence).
     """
+    prompt = REWRITE_PROMPT if style == "statements" else DECOMPOSE_PROMPT
     options = "".join(f"\n- {c}" for c in choices or [])
     user = f"Question: {question}" + (f"\nPossible answers:{options}" if options else "")
-    messages = [{"role": "system", "content": DECOMPOSE_PROMPT.format(n=max_queries)},
+    messages = [{"role": "system", "content": prompt.format(n=max_queries)},
                 {"role": "user", "content": user}]
     try:
         reply = llm.chat_json(messages, role="solver", schema=decompose_schema(max_queries),

@@ -153,6 +153,15 @@ keeping names and objects exactly as written. Do not answer the question. Reply 
 object {{"queries": [...]}}."""
 
 
+REWRITE_PROMPT = """You help search a person's video memory. Its notes are written in the \
+first person, plain past events, e.g. "I pick up the cardboard box while Shure talks about \
+dinner." or "Alice says the cake needs more cream." Rewrite the question as {n} short \
+statements in that style that the notes holding the answer could contain: guess the likely \
+actions, objects, places and words said, keep every name the question uses. Do not answer \
+the question with certainty; write plausible notes. Reply with a JSON object \
+{{"queries": [...]}}."""
+
+
 def decompose_schema(max_queries: int) -> dict:
     """``{"queries": [str, …]}`` with 0…``max_queries`` phrases of ≤ 120 characters."""
     return {
