@@ -164,16 +164,15 @@ def part_of(q: dict, caps: list[dict]) -> str:
 
 
 def assign_split(questions: list[dict], caps: list[dict]) -> None:
-    """``split`` = dev/test, alternating inside each (part, first tag, answer letter) stratum
-    in ID order, so both halves have the same mix."""
-    strata: dict[tuple, list[dict]] = {}
-    for q in sorted(questions, key=lambda q: q["ID"]):
-        strata.setdefault((part_of(q, caps), q["tags"][0]), []).append(q)
-    flip = 0
-    for key in sorted(strata):
-        for q in strata[key]:
-            q["split"] = ("dev", "test")[flip % 2]
-            flip += 1
+    """``split`` = dev/test, alternating inside each part (one-day, multi-day) over its
+    (first tag, ID) order, so both halves have the same mix and one part's split does not
+    move when the other part grows."""
+    for part in ("one-day", "multi-day"):
+        group = [q for q in questions if part_of(q, caps) == part]
+        group.sort(key=lambda q: (TAGS.index(q["tags"][0]) if q["tags"][0] in TAGS else 9,
+                                  q["ID"]))
+        for i, q in enumerate(group):
+            q["split"] = ("dev", "test")[i % 2]
 
 
 def main() -> int:
