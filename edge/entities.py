@@ -135,30 +135,27 @@ def _by_clip(rows: Iterable[EntityRow]) -> dict[int, set[str]]:
     return out
 
 
-def question_entities(memory: Memory, question: str,
-                      vocabulary: dict[str, dict[str, int]] | None = None) -> list[str]:
+def question_entities(memory: Memory, question: str) -> list[str]:
     """The indexed entities a question names, in the question's order: its runs of one to
     three words (last word made singular, as objects are stored) that are entities of the
     memory, longest first ("power bank" hides "bank"), less common and stop words. The
-    wearer ("I", "me") is never one. ``vocabulary``: :meth:`Memory.entity_vocabulary`, when
-    the caller has it."""
-    vocab = memory.entity_vocabulary() if vocabulary is None else vocabulary
+    wearer ("I", "me") is never one."""
     words = norm_words(question.replace("’", "'"))
-    words = [w[:-2] if w.endswith("'s") else w for w in words]
-    taken = [False] * len(words)
-    found: list[tuple[int, str]] = []
+    runs = []  # (start, size, candidates), longest runs first
     for size in (3, 2, 1):
         for i in range(len(words) - size + 1):
-            if any(taken[i:i + size]):
-                continue
             run = words[i:i + size]
             if size == 1 and (run[0] in COMMON_WORDS or run[0] in STOPWORDS):
                 continue
-            for cand in (" ".join(run), " ".join([*run[:-1], singular(run[-1])])):
-                if cand in vocab:
-                    found.append((i, cand))
-                    taken[i:i + size] = [True] * size
-                    break
+            runs.append((i, size, (" ".join(run), " ".join([*run[:-1], singular(run[-1])]))))
+    known = memory.known_entities(c for _, _, cands in runs for c in cands)
+    taken = [False] * len(words)
+    found: list[tuple[int, str]] = []
+    for i, size, cands in runs:
+        hit = next((c for c in cands if c in known), None)
+        if hit is not None and not any(taken[i:i + size]):
+            found.append((i, hit))
+            taken[i:i + size] = [True] * size
     return list(dict.fromkeys(e for _, e in sorted(found)))
 
 

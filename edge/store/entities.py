@@ -96,6 +96,16 @@ class EntityIndex:
             out.setdefault(entity, {})[kind] = n
         return out
 
+    def known_entities(self, candidates: Iterable[str]) -> set[str]:
+        """Those of the (lowercased) ``candidates`` that are indexed, of any kind (one
+        indexed lookup each, not a scan of the vocabulary)."""
+        cands = list(dict.fromkeys(candidates))
+        if not cands:
+            return set()
+        return {r[0] for r in self.db.execute(
+            f"SELECT DISTINCT entity FROM entities WHERE entity IN "
+            f"({','.join('?' * len(cands))})", cands)}
+
     def entities_of(self, clip_ids: Iterable[int]) -> list[EntityRow]:
         """The rows of the given clips, in timeline order."""
         ids = list(dict.fromkeys(int(i) for i in clip_ids))
