@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from edge.store.entities import index_clip_entities
 from edge.store.records import (
     CLIP_COLS,
     CLIP_COLS_C,
@@ -132,8 +133,9 @@ class ClipStore:
         PyraVid pyramid (§3.2), in the same transaction: ``facts`` with their
         ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
         hierarchical fact→clip link each; each ``Fact`` gets its ``id``/``clip_id``) and
-        ``clip_node = (summary, scene, origin)``. Raises ``ValueError`` (nothing stored) when
-        a vector has the wrong shape.
+        ``clip_node = (summary, scene, origin)``. The clip's entities (people, objects,
+        places: :mod:`edge.store.entities`) are indexed in the same transaction. Raises
+        ``ValueError`` (nothing stored) when a vector has the wrong shape.
         """
         with self._write():
             row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
@@ -154,6 +156,9 @@ class ClipStore:
                 self.db.execute("INSERT INTO nodes_clip(clip_id, summary, scene, origin) "
                                 "VALUES(?,?,?,?)", (clip_id, *clip_node))
             self._index_clip_text(clip_id, caption, transcript, keys, facts)
+            index_clip_entities(self.db, clip_id, t_start, t_end, caption, transcript,
+                                {k: t for k, (t, _) in keys.items()},
+                                [n for f in facts for n in f.names])
             return clip_id, True
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from edge.errors import StoreError
+from edge.store.entities import fill_entities
 from edge.store.records import EMBED_DIM
 
 # ---- the migrations' SQL, exactly as shipped ---------------------------------------------
@@ -182,6 +183,20 @@ _M004_RUNS = """
         ALTER TABLE calls ADD COLUMN run_id INTEGER;
         """
 
+_M006_ENTITIES = """
+        CREATE TABLE entities(
+            id INTEGER PRIMARY KEY,
+            entity TEXT NOT NULL,             -- lowercased: alice, power bank, kitchen
+            kind TEXT NOT NULL CHECK (kind IN ('person', 'name', 'object', 'place')),
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            t_start REAL NOT NULL,            -- the clip's times (timeline seconds)
+            t_end REAL NOT NULL,
+            count INTEGER NOT NULL DEFAULT 1, -- mentions in the clip's texts
+            UNIQUE(entity, kind, clip_id)
+        );
+        CREATE INDEX entities_by_clip ON entities(clip_id);
+        """
+
 
 # ---- the migrations ----------------------------------------------------------------------
 
@@ -220,12 +235,21 @@ def _m005_clip_added_at(db) -> None:
     db.execute("ALTER TABLE clips ADD COLUMN added_at REAL")
 
 
+def _m006_entities(db) -> None:
+    """The entity-time index (issue 11; EGAgent's entity graph in SQL): people, names,
+    objects and places per clip with the clip's times; filled for the clips already stored
+    (rules only, :func:`edge.store.entities.fill_entities`: ~0.2 ms a clip)."""
+    db.execute(_M006_ENTITIES)
+    fill_entities(db)
+
+
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
     ("m003_pyramid", _m003_pyramid),
     ("m004_runs", _m004_runs),
     ("m005_clip_added_at", _m005_clip_added_at),
+    ("m006_entities", _m006_entities),
 ]
 """``(name, step)`` in order; a step takes an apsw connection. Append only."""
 
