@@ -64,6 +64,31 @@ def resolve_scope(memory: Memory, question: str, at: float | None,
     return named, ""
 
 
+def check_question(memory: Memory, question: str, opts: AskOptions) -> tuple[str, str]:
+    """Refuse, before any model is used, a question no search can answer; the question
+    stripped and the moment it is asked (``DAY1 11:21:00``, ``now`` without ``opts.at``).
+
+    Raises:
+        AskError: bad options (:meth:`AskOptions.check`), an empty question, an empty
+            memory, or nothing in memory ending before ``opts.at``.
+        ValueError: an unknown ``retrieval`` or ``loop``.
+    """
+    opts.check()
+    question = question.strip()
+    if not question:
+        raise AskError("the question is empty")
+    stats = memory.stats()
+    if stats["clips"] == 0:
+        raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
+                       "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
+    asked_at = time_label(opts.at, "now")
+    if opts.at is not None and memory.count_clips(before=opts.at) == 0:
+        first, last = (format_moment(t, *day_of(t)) for t in (stats["first"], stats["last"]))
+        raise AskError(f"nothing in memory ends before the question time {asked_at}; the "
+                       f"memory covers {first} to {last}. Use a later --at (same form).")
+    return question, asked_at
+
+
 def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160) -> str:
     """The PyraVid global node of the day the question is about (the latest version that
     integrates only clips ending by the query time), cut to ``max_tokens``; ``""`` when
@@ -165,20 +190,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     """Check the question against the memory, fix its scope, load the solver and frame
     its prompts. Raises :class:`AskError` (see :func:`edge.answer.ask`) or ``ValueError``
     for unknown options."""
-    opts.check()
     started = time.perf_counter()
-    question = question.strip()
-    if not question:
-        raise AskError("the question is empty")
-    stats = memory.stats()
-    if stats["clips"] == 0:
-        raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
-                       "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
-    asked_at = time_label(opts.at, "now")
-    if opts.at is not None and memory.count_clips(before=opts.at) == 0:
-        first, last = (format_moment(t, *day_of(t)) for t in (stats["first"], stats["last"]))
-        raise AskError(f"nothing in memory ends before the question time {asked_at}; the "
-                       f"memory covers {first} to {last}. Use a later --at (same form).")
+    question, asked_at = check_question(memory, question, opts)
     scope, remark = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window)
     if opts.pyramid is None:
         opts = replace(opts, pyramid=memory.has_facts())

@@ -21,7 +21,7 @@ from edge.store import Memory
 from edge.timeline import TimeWindow
 
 from .options import AskOptions
-from .question import resolve_scope
+from .question import check_question, resolve_scope
 
 DEFAULT_TOP_N = 5
 """Anchors per round when ``AskOptions.top_n`` is ``None`` and no solver is loaded to say
@@ -90,9 +90,14 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
             ``choices``, ``choice_queries``, ``key_types``, ``retrieval``, ``fusion``).
         top_n: anchors to return; default ``opts.top_n`` or :data:`DEFAULT_TOP_N`.
     Raises:
-        AskError: an explicit ``window`` holds no clip (see ``resolve_scope``).
+        AskError: what ``ask`` refuses before any model call, in its words
+            (:func:`~edge.answer.question.check_question`: bad choices, an empty question,
+            an empty memory, nothing before ``opts.at``), or an explicit ``window`` holds no
+            clip (:func:`~edge.answer.question.resolve_scope`).
+        ValueError: an unknown ``retrieval`` or ``loop``.
     """
     t0 = time.perf_counter()
+    question, _asked_at = check_question(memory, question, opts)
     scope, note = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window)
     n = top_n or opts.top_n or DEFAULT_TOP_N
     queries = round_queries(question, opts, sub_queries)

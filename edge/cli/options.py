@@ -141,3 +141,110 @@ def loop_settings(rounds: int, loop: str, neighbor_filter: bool) -> dict:
     """The keyword arguments of :func:`edge.answer.ask` that ``--rounds``, ``--loop`` and
     ``--filter`` set."""
     return {"max_rounds": rounds, "loop": loop, "neighbor_filter": neighbor_filter}
+
+
+# ---- one question's retrieval: ask and search -------------------------------------------
+
+def scope_options(fn):
+    """``--at``, ``--from``/``--to`` and ``--window/--no-window``: when the question is asked
+    and which clips it searches (the parameters ``at``, ``from_``, ``to``, ``auto_window``;
+    :func:`scope_settings` reads them)."""
+    return _apply(fn, [
+        click.option("--at", "at", default=None, metavar="TIME",
+                     help="When the question is asked ('DAY1 11:21', '2025-02-20 19:40'); "
+                          "only earlier clips are used. Default: now."),
+        click.option("--from", "from_", default=None, metavar="TIME",
+                     help="Search only clips that end after this moment (same forms as --at)."),
+        click.option("--to", "to", default=None, metavar="TIME",
+                     help="Search only clips that end by this moment."),
+        click.option("--window/--no-window", "auto_window", default=True, show_default=True,
+                     help="Read a time window the question names ('yesterday evening', "
+                          "'last night', 'DAY1 afternoon') and search inside it."),
+    ])
+
+
+def top_n_option(help: str):
+    """``--top-n``: anchor clips per round (1–50; default ``None``, the command's own)."""
+    return click.option("--top-n", type=click.IntRange(1, 50), default=None, help=help)
+
+
+def retrieval_option(fn):
+    """``--retrieval hybrid|keys``."""
+    return click.option(
+        "--retrieval", type=click.Choice(["hybrid", "keys"]), default="hybrid",
+        show_default=True,
+        help="hybrid: MERIT max-sim over the keys (--keys) fused (RRF, k=60) with BM25 over "
+             "captions, transcripts and keys; keys: max-sim only.")(fn)
+
+
+def keys_option(fn):
+    """``--keys TYPES`` (the parameter ``key_types``; :func:`parse_key_types` reads it)."""
+    return click.option(
+        "--keys", "key_types", default="event,dialogue,object,summary,caption",
+        show_default=True, metavar="TYPES",
+        help="Comma-separated vectors that vote in max-sim (MERIT keys and the caption).")(fn)
+
+
+def fusion_options(fn):
+    """``--fusion`` and ``--rrf-k``: how several queries' rankings are fused."""
+    return _apply(fn, [
+        click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
+                     default="rrf", show_default=True, help="How sub-query rankings are fused."),
+        click.option("--rrf-k", type=click.IntRange(1, 1000), default=60, show_default=True,
+                     help="K of reciprocal rank fusion (10, 60, 100 are usual)."),
+    ])
+
+
+def choices_option(help: str):
+    """``--choices 'A|B|C|D'``: a multiple-choice question's options
+    (:func:`parse_choices` reads them)."""
+    return click.option("--choices", default=None, metavar="A|B|C|D", help=help)
+
+
+def parse_key_types(key_types: str) -> tuple[str, ...]:
+    """``--keys``: the comma-separated vector types, each once, in the order given.
+    Raises ``click.BadParameter`` for none or an unknown type."""
+    from edge.store import INDEX_TYPES
+
+    keys = tuple(dict.fromkeys(k.strip() for k in key_types.split(",") if k.strip()))
+    if not keys or set(keys) - set(INDEX_TYPES):
+        raise click.BadParameter(f"choose from {', '.join(INDEX_TYPES)}", param_hint="--keys")
+    return keys
+
+
+def parse_window(from_: str | None, to: str | None):
+    """``--from``/``--to``: the :class:`edge.timeline.TimeWindow` to search, or None.
+    Raises :class:`~edge.errors.TimeParseError` for a moment it cannot read and
+    ``click.BadParameter`` when ``--from`` is not before ``--to``."""
+    from edge.timeline import TimeWindow, parse_moment
+
+    if not (from_ or to):
+        return None
+    start, end = (parse_moment(from_) if from_ else None), (parse_moment(to) if to else None)
+    if start is not None and end is not None and start >= end:
+        raise click.BadParameter("--from must be before --to", param_hint="--from")
+    return TimeWindow(start, end, f"{from_ or '…'} to {to or '…'}")
+
+
+def parse_choices(choices: str | None) -> list[str] | None:
+    """``--choices``: the options between the ``|`` separators, stripped; None without."""
+    return [c.strip() for c in choices.split("|")] if choices else None
+
+
+def scope_settings(at: str | None, from_: str | None, to: str | None,
+                   auto_window: bool) -> dict:
+    """The :class:`edge.answer.AskOptions` fields that :func:`scope_options` set: ``at``
+    (timeline seconds or None), ``window`` and ``auto_window``. Raises
+    :class:`~edge.errors.TimeParseError` or ``click.BadParameter`` (see
+    :func:`parse_window`)."""
+    from edge.timeline import parse_moment
+
+    return {"at": parse_moment(at) if at else None, "window": parse_window(from_, to),
+            "auto_window": auto_window}
+
+
+def retrieval_settings(retrieval: str, key_types: str, fusion: str, rrf_k: int) -> dict:
+    """The :class:`edge.answer.AskOptions` fields that ``--retrieval``, ``--keys``,
+    ``--fusion`` and ``--rrf-k`` set. Raises ``click.BadParameter`` for bad ``--keys``."""
+    return {"retrieval": retrieval, "key_types": parse_key_types(key_types),
+            "fusion": fusion, "rrf_k": rrf_k}

@@ -149,6 +149,35 @@ def moment_lines(m) -> list[str]:
     return lines
 
 
+def search_lines(result: dict) -> list[str]:
+    """``edge search``: one line per moment (rank, when, score, what matched, clip id,
+    caption excerpt), then the note, the scope searched and the milliseconds it took."""
+    lines = [f"{rank:2}. {m['when']}  {m['score']:.4f}  {m['matched']:9} clip {m['clip_id']:<5} "
+             f"{m['caption']}" for rank, m in enumerate(result["moments"], 1)]
+    if not lines:
+        lines.append("No moments found.")
+    if result["note"]:
+        lines.append(f"Note: {result['note']}")
+    lines.append(f"Searched {scope_words(result['scope'])}; {len(result['queries'])} "
+                 f"quer{'y' if len(result['queries']) == 1 else 'ies'} in {result['ms']:.0f} ms.")
+    return lines
+
+
+def scope_words(scope: dict) -> str:
+    """A scope (``Answer.scope``: label, start, end in timeline seconds) in words:
+    ``yesterday evening (DAY1 18:00:00 to DAY1 23:59:59)``, ``everything before DAY1
+    11:21:00`` or ``everything``."""
+    from edge.answer.question import time_label
+
+    if scope["start"] is None and scope["end"] is None:
+        return "everything"
+    if scope["start"] is None and not scope["label"]:
+        return f"everything before {time_label(scope['end'], 'now')}"
+    span = (f"clips ending after {time_label(scope['start'], 'the start')} and by "
+            f"{time_label(scope['end'], 'now')}")
+    return f"{scope['label']} ({span})" if scope["label"] else span
+
+
 # ---- stats --------------------------------------------------------------------------------
 
 def stats_lines(s: dict, memory_path: Path) -> list[str]:
