@@ -25,7 +25,7 @@ def test_help_lists_the_commands(run):
     out = run("--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == [
-        "ask", "backup", "chat", "doctor", "ingest", "ingest-captions", "models", "record",
+        "ask", "backup", "bench", "chat", "doctor", "ingest", "ingest-captions", "models", "record",
         "stats", "status"]
     out = run("models", "--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]

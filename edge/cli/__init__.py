@@ -7,7 +7,7 @@
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
   :mod:`~edge.cli.ask` (ask, chat), :mod:`~edge.cli.stats`, :mod:`~edge.cli.models`
   (models list/recommended/pull, doctor), :mod:`~edge.cli.record` (record, status),
-  :mod:`~edge.cli.backup`;
+  :mod:`~edge.cli.backup`, :mod:`~edge.cli.bench` (bench qa);
 - :mod:`~edge.cli.render`: everything the commands print.
 - ``__main__``: ``python -m edge.cli``.
 """
@@ -64,11 +64,11 @@ def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:
 
 def _add_commands() -> None:
     """Register every command module's commands on ``main``."""
-    from edge.cli import ask, backup, ingest, models, record, stats
+    from edge.cli import ask, backup, bench, ingest, models, record, stats
 
     for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, stats.stats,
                     models.models, models.doctor, record.record, record.status,
-                    backup.backup):
+                    backup.backup, bench.bench):
         main.add_command(command)
 
 
