@@ -170,6 +170,20 @@ def test_a_target_clip_not_in_the_memory_makes_the_question_unscorable(files, hu
         assert part_of(qs[4], index) == "multi-day" and part_of(qs[0], index) == "one-day"
 
 
+def test_answer_summary_counts_accuracy_cost_and_hits_of_scored_questions():
+    from edge.bench.answering import summarize_answers
+
+    rows = [{"scored": True, "correct": True, "hit@Δ2": True, "all@Δ2": False, "rounds": 1,
+             "calls": 2, "tokens_in": 1000, "tokens_out": 101, "seconds": 10.0},
+            {"scored": False, "correct": False, "rounds": 3, "calls": 6, "tokens_in": 3001,
+             "tokens_out": 300, "seconds": 30.0}]
+    s = summarize_answers(rows)
+    assert (s["n"], s["scored"], s["accuracy"], s["hit@Δ2"], s["all@Δ2"]) == (2, 1, 0.5, 1.0,
+                                                                              0.0)
+    assert s["rounds_mean"] == 2 and s["calls_mean"] == 4 and s["tokens_in_mean"] == 2000
+    assert s["seconds_p50"] == 20.0 and s["seconds_p95"] == 29.0
+
+
 # ---- the command ------------------------------------------------------------------------
 
 def test_the_json_result_and_the_split(files, cli_home):

@@ -53,7 +53,11 @@ def run_answers(memory: Memory, hub, questions: list[QAQuestion], index: Caption
 
 
 def _mean(values: list[float], digits: int = 3) -> float | None:
-    return round(statistics.mean(values), digits) if values else None
+    """The mean rounded to ``digits`` (an int for 0), ``None`` without values."""
+    if not values:
+        return None
+    m = statistics.mean(values)
+    return round(m, digits) if digits else round(m)
 
 
 def summarize_answers(rows: list[dict]) -> dict:
