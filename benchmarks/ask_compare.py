@@ -32,7 +32,7 @@ DATA = ROOT.parent / "shared/data/egolife/A1_JAKE_day1_captions.json"
 
 
 def sample(questions: list[dict], n: int) -> list[dict]:
-    """``n`` questions evenly spread over the list (the same rule as egolife_eval --sample)."""
+    """``n`` questions evenly spread over the list (as ``edge bench qa --sample``)."""
     if n >= len(questions):
         return questions
     step = len(questions) / n

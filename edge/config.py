@@ -3,6 +3,8 @@
 - memory database: ``$EDGE_HOME/memory.db`` unless ``--memory``/``EDGE_MEMORY`` says otherwise;
   keyframes are written beside it in ``<memory>.frames/``;
 - assembled model files: ``$EDGE_HOME/models`` (``EDGE_MODELS_DIR`` overrides it);
+- caches that can be rebuilt (benchmark memories outside a checkout): ``$EDGE_CACHE`` or the
+  user cache dir;
 - the profile: ``tiny`` unless ``--profile``/``EDGE_PROFILE`` says otherwise;
 - the user's own models and profiles (remote roles, pulled VLMs): ``$EDGE_HOME/profiles.toml``
   (``EDGE_PROFILES`` overrides it), merged over the shipped ``models/manifest.toml``.
@@ -29,6 +31,12 @@ def default_memory_path() -> Path:
     ``$EDGE_HOME/memory.db``."""
     env = os.environ.get("EDGE_MEMORY")
     return Path(env).expanduser() if env else home() / "memory.db"
+
+
+def cache_dir() -> Path:
+    """Rebuildable caches: ``$EDGE_CACHE`` or the user cache dir (created by the writer)."""
+    env = os.environ.get("EDGE_CACHE")
+    return Path(env).expanduser() if env else platformdirs.user_cache_path("edge")
 
 
 def models_dir() -> Path:

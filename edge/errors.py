@@ -23,6 +23,11 @@ class CaptionFileError(EdgeError, ValueError):
     """The caption file is not in the expected format; the message names the record."""
 
 
+class BenchError(EdgeError, ValueError):
+    """A benchmark run that cannot start: a question file not in the EgoLifeQA format (the
+    message names the record and the field), or a ``--set`` that names no option."""
+
+
 class MediaError(EdgeError):
     """A file that cannot be read as video or audio; the message says why and what to do."""
 
@@ -56,6 +61,7 @@ __all__ = [
     "MODEL_ERRORS",
     "USER_ERRORS",
     "AskError",
+    "BenchError",
     "CaptionFileError",
     "CaptureError",
     "EdgeError",

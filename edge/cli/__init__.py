@@ -5,9 +5,11 @@
 - :mod:`~edge.cli.options`: the invocation's :class:`~edge.cli.options.State` and the option
   decorators several commands share;
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
-  :mod:`~edge.cli.ask` (ask, chat), :mod:`~edge.cli.search`, :mod:`~edge.cli.stats`,
-  :mod:`~edge.cli.models` (models list/recommended/pull, doctor), :mod:`~edge.cli.record`
-  (record, status), :mod:`~edge.cli.backup`;
+    from edge.cli import ask, backup, bench, ingest, models, record, search, stats
+
+    for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, search.search,
+                    stats.stats, models.models, models.doctor, record.record, record.status,
+                    backup.backup, bench.bench):
 - :mod:`~edge.cli.render`: everything the commands print.
 - ``__main__``: ``python -m edge.cli``.
 """
@@ -64,11 +66,11 @@ def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:
 
 def _add_commands() -> None:
     """Register every command module's commands on ``main``."""
-    from edge.cli import ask, backup, ingest, models, record, search, stats
+    from edge.cli import ask, backup, bench, ingest, models, record, search, stats
 
     for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, search.search,
                     stats.stats, models.models, models.doctor, record.record, record.status,
-                    backup.backup):
+                    backup.backup, bench.bench):
         main.add_command(command)
 
 

@@ -1,0 +1,65 @@
+"""The Markdown tables ``edge bench qa`` prints from its result (:func:`markdown`)."""
+
+from __future__ import annotations
+
+MODE_TITLES = {"question": "question alone", "choices": "question + options (choice queries)"}
+_RET_COLS = ("n", "hit@Δ0", "hit@Δ1", "hit@Δ2", "all@Δ2", "R@10", "nDCG@10", "ms_median",
+             "ms_mean")
+_RET_HEAD = ("n", "hit Δ0", "hit Δ1", "hit Δ2", "all Δ2", "R@10", "nDCG@10", "ms p50",
+             "ms mean")
+_ANS_COLS = ("n", "accuracy", "hit@Δ2", "all@Δ2", "rounds_mean", "calls_mean",
+             "tokens_in_mean", "tokens_out_mean", "seconds_p50", "seconds_p95")
+_ANS_HEAD = ("n", "accuracy", "hit Δ2", "all Δ2", "rounds", "LLM calls", "tokens in",
+             "tokens out", "s p50", "s p95")
+
+
+def _cell(v) -> str:
+    return "–" if v is None else str(v)
+
+
+def table(summary: dict, cols: tuple[str, ...], head: tuple[str, ...],
+          count: str = "n") -> list[str]:
+    """One Markdown table: the ``total`` row, then a row per type, tag and part. ``count``:
+    the key whose value is the row's ``n`` (``scored`` for hit metrics)."""
+    lines = [f"| group | {' | '.join(head)} |", "|---" * (len(head) + 1) + "|"]
+    rows = [("**all**", summary["total"])]
+    for by in ("type", "tag", "part"):
+        rows += [(f"{by}: {name}", s) for name, s in summary.get(f"by_{by}", {}).items()]
+    for label, s in rows:
+        vals = [s.get(count if c == "n" else c) for c in cols]
+        lines.append(f"| {label} | {' | '.join(_cell(v) for v in vals)} |")
+    return lines
+
+
+def _head(result: dict) -> list[str]:
+    """What was measured: the set, split, counts, unscored questions, key levers."""
+    o = result["options"]
+    lines = [f"{result['set']} ({result['split']}): {result['questions']} questions, "
+             f"{result['scored']} scored for hits; top-{result['top_n']} anchors "
+             f"(hit/all = a / every target clip inside anchors ± Δ), R/nDCG on the top "
+             f"{result['deep']}; retrieval {o['retrieval']}, keys {','.join(o['key_types'])}, "
+             f"fusion {o['fusion']} k={o['rrf_k']}, auto window {o['auto_window']}"]
+    for why, n in result["unscored"].items():
+        lines.append(f"not scored for hits: {n} question(s), {why}")
+    return lines
+
+
+def markdown(result: dict) -> str:
+    """The whole result as Markdown: a retrieval table per mode (hit columns count the
+    scored questions; ms counts every question), then the answering table if any."""
+    lines = _head(result)
+    for mode in result["modes"]:
+        s = result["retrieval"][mode]
+        lines += ["", f"Retrieval, {MODE_TITLES[mode]}:", ""]
+        lines += table(s, _RET_COLS, _RET_HEAD, count="scored")
+        if s["total"]["top_n_differs"]:
+            lines.append(f"(top-{result['top_n']} differs from the first "
+                         f"{result['top_n']} of the top {result['deep']} in "
+                         f"{s['total']['top_n_differs']} question(s): retrieved twice)")
+    if result.get("answering"):
+        o = result["options"]
+        lines += ["", f"Answering ({o['loop']} loop, R≤{o['max_rounds']}, "
+                  f"Δ{o['delta']}, {result.get('profile', '')} profile):", ""]
+        lines += table(result["answering"], _ANS_COLS, _ANS_HEAD)
+    lines += ["", f"written {result.get('out', '')}"]
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""``edge bench``: benchmarks with stable flags. ``edge bench qa`` measures round-1 retrieval
+(and, with ``--answer``, the answer loop) on a question set in the EgoLifeQA format; the
+work is :mod:`edge.bench`, this module only reads the flags and prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edge.cli import render
+from edge.cli.options import State, json_option
+
+
+@click.group()
+def bench() -> None:
+    """Measure retrieval and answering on benchmark question sets."""
+
+
+def _profile(ctx: click.Context, _param, value):
+    if value is not None:
+        ctx.find_object(State).profile_name = value
+    return value
+
+
+_PATH = click.Path(dir_okay=False, path_type=Path)
+
+
+@bench.command()
+@click.option("--questions", required=True, metavar="FILE|easy|hard",
+              help="Question file (EgoLifeQA records + target_clips), or a named set: easy "
+                   "(day 1) or hard (days 1-4), which bring their caption file.")
+@click.option("--captions", type=_PATH, default=None,
+              help="Caption file the target_clips index (default: the named set's).")
+@click.option("--memory", type=_PATH, default=None,
+              help="Memory to search; missing clips of the caption file are ingested into it "
+                   "[default: benchmarks/results/<set or captions>.db].")
+@click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all",
+              show_default=True, help="Only the questions of this split.")
+@click.option("--sample", type=click.IntRange(1), default=None,
+              help="N questions spread evenly over the (split's) set.")
+@click.option("--no-choices", is_flag=True,
+              help="Skip the second retrieval mode (the options searched as extra queries).")
+@click.option("--key-types", default=None, metavar="TYPES",
+              help="Comma-separated vectors that vote in max-sim [default: ask's].")
+@click.option("--retrieval", type=click.Choice(["keys", "hybrid"]), default=None,
+              help="keys: max-sim only; hybrid: fused with BM25 [default: ask's, hybrid].")
+@click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
+              default=None, help="How several queries' rankings are fused [default: rrf].")
+@click.option("--rrf-k", type=click.IntRange(1, 1000), default=None, help="K of RRF [60].")
+@click.option("--no-auto-window", is_flag=True,
+              help="Do not read a time window from the question ('this morning').")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Any AskOptions field, e.g. --set delta=1 --set decompose=true "
+                   "(repeatable; wins over the flags above).")
+@click.option("--answer", is_flag=True,
+              help="Also answer every question with the answer loop (slow on CPU).")
+@click.option("--profile", default=None, expose_value=False, callback=_profile,
+              help="Model profile (tiny, small) [default: tiny or $EDGE_PROFILE].")
+@json_option("Print the whole result as JSON instead of tables.")
+@click.option("--out", type=_PATH, default=None,
+              help="Where the JSON result goes [default: "
+                   "benchmarks/results/bench_qa_<set>_<split>.json].")
+@click.pass_obj
+def qa(state: State, questions: str, captions: Path | None, memory: Path | None, split: str,
+       sample: int | None, no_choices: bool, key_types: str | None, retrieval: str | None,
+       fusion: str | None, rrf_k: int | None, no_auto_window: bool, sets: tuple[str, ...],
+       answer: bool, as_json: bool, out: Path | None) -> None:
+    """Hit rate@Δ, all-targets, R@10, nDCG@10 and ms of `ask`'s round 1 on a question set,
+    per type, tag and part (one-day / multi-day); --answer adds accuracy and cost."""
+    from edge.bench import plan, run_qa
+    from edge.bench.levers import build_options, parse_sets
+    from edge.bench.report import markdown
+
+    opts = build_options(
+        parse_sets(sets), retrieval=retrieval, fusion=fusion, rrf_k=rrf_k,
+        key_types=tuple(dict.fromkeys(k.strip() for k in key_types.split(",") if k.strip()))
+        if key_types is not None else None,
+        auto_window=False if no_auto_window else None)
+    p = plan(questions, captions, memory, out, split=split, sample=sample,
+             modes=("question",) if no_choices else ("question", "choices"), opts=opts,
+             answer=answer, profile=state.profile_name)
+    result = run_qa(p, state.hub(), say=lambda line: click.echo(line, err=True))
+    if as_json:
+        render.echo_json(result)
+        return
+    click.echo(markdown(result))
