@@ -113,6 +113,7 @@ def test_episodes_of_a_question_are_dated_runs_of_matching_clips(memory, hub):
 @pytest.mark.parametrize("question, counting", [
     ("How many times did I go to the kitchen?", True),
     ("How often do we order takeout?", True),
+    ("How many separate times did I wave the board?", True),
     ("What do I usually drink in the morning?", True),
     ("Every time we cooked, who washed up?", True),
     ("How many chairs were there?", False),
@@ -133,6 +134,8 @@ def test_counting_questions_are_told_apart(question, counting):
     ("The day before yesterday, what happened after Alice arrived?", ["Alice arrived"]),
     ("What did we eat on the first day?", []),
     ("Who came in first?", []),
+    ("Once the dance had been filmed last night, where did we go?",
+     ["the dance had been filmed last night", "where did we go"]),
     ("Who did I hand the phone to?", []),
 ])
 def test_order_questions_split_into_their_events(question, events):

@@ -132,6 +132,7 @@ def test_a_start_note_says_where_the_start_came_from():
      (12, 18)),
     ("Who was with me around lunch?", "DAY2 16:00", "DAY2 noon", (11, 14)),
     ("What did we play after dinner yesterday?", "DAY3 10:00", "DAY2 night", (19, 24)),
+    ("Who sang two nights ago?", "DAY4 10:00", "DAY2 night", (19, 24)),
 ])
 def test_more_day_phrases_and_meals_name_a_window(question, at, label, hours):
     t = parse_moment(at)
@@ -145,11 +146,15 @@ def test_a_part_of_day_is_widened_or_soft_and_a_named_day_stays_hard():
     t = parse_moment("DAY3 20:00")
     wide = window_from_question("what did I eat this morning?", t, day_part="wide")
     assert (wide.label, wide.start, wide.end) == (
-        "DAY3 morning", parse_moment("DAY3 03:30"), parse_moment("DAY3 13:30"))
+        "DAY3 morning", parse_moment("DAY3 04:30"), parse_moment("DAY3 12:30"))
     soft = window_from_question("what did I eat this morning?", t, day_part="soft")
     assert (soft.label, soft.start, soft.end) == ("DAY3, morning first",
                                                   parse_moment("DAY3 00:00"), t)
-    assert soft.prefer == (parse_moment("DAY3 03:30"), parse_moment("DAY3 13:30"))
+    assert soft.prefer == (parse_moment("DAY3 04:30"), parse_moment("DAY3 12:30"))
+    assert window_from_question("what will Shure do tomorrow morning?", t) is None  # a plan
+    both = window_from_question("how much of what we ate last night did we buy on day one?",
+                                t, day_part="soft")
+    assert (both.label, both.start, both.end) == ("DAY1 to DAY2", 0.0, 2 * 86400.0)
     day = window_from_question("what did I eat yesterday?", t, day_part="soft")
     assert (day.label, day.start, day.prefer) == ("DAY2", parse_moment("DAY2 00:00"), None)
     with pytest.raises(ValueError, match="day_part"):

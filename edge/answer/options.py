@@ -52,7 +52,7 @@ class AskOptions:
             scope, those scoring ≥ half the best grouped into runs of clips ≤ 3 minutes
             apart, the best clip of each of the top-N episodes.
         day_part: how a part of day the question names scopes it (``strict`` its hours,
-            ``wide`` ± 1.5 h, ``soft`` the whole day with the part ranked first; see
+            ``wide`` ± 0.5 h, ``soft`` the whole day with the part ranked first; see
             :func:`edge.timeline.window_from_question`). A named day is always hard.
         neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering (Eq. 9).
         pyramid: PyraVid §3.3 expansion and pruning each round (one more solver call) and

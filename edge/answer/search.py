@@ -48,21 +48,23 @@ AGGREGATE_REL = 0.5
 """With ``aggregate``, a clip joins an episode when its fused score is ≥ this × the best."""
 
 COUNTING_RE = re.compile(
-    r"\b(how\s+many\s+times|how\s+often|usually|every\s+time|each\s+time|each\s+day|"
+    r"\b(how\s+many\s+(?:\w+\s+)?times|how\s+often|usually|every\s+time|each\s+time|each\s+day|"
     r"every\s+day|typically|normally|tend\s+to|most\s+often|habit)\b", re.I)
 """A counting / habit question: its evidence is every occurrence, not one moment."""
-ORDER_RE = re.compile(r"\b(before|after|first|then|earlier|later|afterwards|prior\s+to)\b",
-                      re.I)
+ORDER_RE = re.compile(
+    r"\b(before|after|first|then|earlier|later|afterwards|prior\s+to|once|next|last)\b", re.I)
 """A temporal-order question: two events and their order."""
 _NOT_ORDER_RE = re.compile(  # time phrases whose order words name no event
-    r"\bthe\s+day\s+before\s+yesterday\b|\bthe\s+\w+\s+day\b|\bfirst\s+time\b", re.I)
+    r"\bthe\s+day\s+before\s+yesterday\b|\bthe\s+\w+\s+day\b|\bfirst\s+time\b|"
+    r"\blast\s+(?:night|week)\b", re.I)
 _SPLIT_RE = re.compile(
-    r"[,;?]|\b(?:before\s+or\s+after|after\s+or\s+before|earlier\s+or\s+later|"
+    r"[,;:.?]|\b(?:before\s+or\s+after|after\s+or\s+before|earlier\s+or\s+later|"
     r"earlier\s+than|later\s+than|prior\s+to|followed\s+by|and\s+then|before|after|then|"
-    r"first|earlier|later|afterwards|or)\b", re.I)
+    r"first|earlier|later|afterwards|once|next|last|or)\b", re.I)
 _SCAFFOLD = STOPWORDS | frozenset(
     "happen happened come came thing things something yesterday today tonight morning noon "
-    "afternoon evening night day days ago time first second third last".split())
+    "afternoon evening night day days ago time first second third last right just when "
+    "while whose end ended up".split())
 
 
 @dataclass(frozen=True)
@@ -83,19 +85,19 @@ class FirstRound:
 def event_phrases(question: str) -> list[str]:
     """The event phrases of a temporal-order question, by rule (no LLM): ``question`` cut
     at its order words (before/after/first/then/earlier/later, "before or after", "prior
-    to", "or") and commas, each piece kept when it holds a content word (not a stopword,
-    time word or "happen"). ``[]`` when the question has no order word outside time phrases
-    ("the day before yesterday", "the first day") or only one piece is left that is the
-    whole question.
+    to", "once", "next", "last", "or") and commas, each piece kept when it holds two
+    content words (not stopwords, time words or "happen"). ``[]`` when the question has no
+    order word outside time phrases ("the day before yesterday", "the first day", "last
+    night") or only one piece is left that is the whole question.
 
     >>> event_phrases("Did I wash the cups before or after Shure played the guitar?")
     ['Did I wash the cups', 'Shure played the guitar']
     """
     if not ORDER_RE.search(_NOT_ORDER_RE.sub(" ", question)):
         return []
-    text = _NOT_ORDER_RE.sub(lambda m: m.group(0).replace(" ", "\0"), question)
-    pieces = [" ".join(p.replace("\0", " ").split()) for p in _SPLIT_RE.split(text)]
-    out = [p for p in pieces if any(w not in _SCAFFOLD for w in norm_words(p))]
+    text = _NOT_ORDER_RE.sub(lambda m: "_".join(m.group(0).split()), question)  # one word
+    pieces = [" ".join(p.replace("_", " ").split()) for p in _SPLIT_RE.split(text)]
+    out = [p for p in pieces if sum(w not in _SCAFFOLD for w in norm_words(p)) >= 2]
     return [] if out == [question.strip()] else out
 
 
