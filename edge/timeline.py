@@ -160,6 +160,7 @@ _MEAL_RE = re.compile(r"\b(before|after|around|at|during|over|by)\s+(breakfast|l
 _MEAL_PART = {"breakfast": "morning", "lunch": "noon", "dinner": "evening",
               "before lunch": "morning", "after lunch": "afternoon",
               "before dinner": "afternoon", "after dinner": "night"}
+_LATER_RE = re.compile(r"\b(later|since\s+then|ever\s+since|after\s+that)\b", re.I)
 _NUMBERS = {w: i + 1 for i, w in enumerate(
     "one two three four five six seven eight nine ten".split())}
 _NUMBERS.update({w: i + 1 for i, w in enumerate(
@@ -173,7 +174,7 @@ _DAY_RES = [  # (pattern, "rel" offset | "ago" | "abs", part of day the phrase f
     (re.compile(rf"\b{_NUM}\s+nights?\s+ago\b", re.I), "ago", "night"),
     (re.compile(rf"\b{_NUM}\s+days?\s+ago\b", re.I), "ago", None),
     (re.compile(r"\byesterday\b", re.I), -1, None),
-    (re.compile(r"\btoday\b", re.I), 0, None),
+    (re.compile(r"\btoday\b(?!'s)", re.I), 0, None),  # "today's jobs" is a plan
     (re.compile(rf"\bthe\s+{_ORD}\s+day\b", re.I), "abs", None),
     (re.compile(rf"\bday\s*{_NUM}\b", re.I), "abs", None),
 ]
@@ -262,7 +263,9 @@ def window_from_question(question: str, at: float, clock: str | None = None, *,
     all of them, from the first to the last, without a part of day. Parts of day:
     "morning", "noon", "afternoon", "evening", "night" anywhere in the question
     (:data:`PARTS_OF_DAY`) but after "tomorrow" (a plan), or a meal with a time preposition
-    ("around lunch", "after dinner"); a part without a day is the query time's day. A named
+    ("around lunch", "after dinner"); a part without a day is the query time's day; "today's"
+    (today's jobs) names no day; a named day followed by "later" / "since then" / "after
+    that" reaches on to ``at``. A named
     day is always a hard scope; a part of day is scoped by ``day_part`` (:data:`DAY_PARTS`):
     ``strict`` its hours, ``wide`` its hours ± :data:`PART_MARGIN_HOURS`, ``soft`` the
     whole day with the widened part as :attr:`TimeWindow.prefer`. ``None`` when the
@@ -296,4 +299,6 @@ def window_from_question(question: str, at: float, clock: str | None = None, *,
             start, end, label = p0, p1, f"{label} {part}"
     if start >= at:
         return None
+    if day and _LATER_RE.search(question):  # "… two days ago … when I later asked"
+        end, label = at, f"{label} and later"
     return TimeWindow(start, end, label, prefer).until(at)

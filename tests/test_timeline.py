@@ -152,6 +152,10 @@ def test_a_part_of_day_is_widened_or_soft_and_a_named_day_stays_hard():
                                                   parse_moment("DAY3 00:00"), t)
     assert soft.prefer == (parse_moment("DAY3 04:30"), parse_moment("DAY3 12:30"))
     assert window_from_question("what will Shure do tomorrow morning?", t) is None  # a plan
+    jobs = window_from_question("going over today's jobs last night, what did we need?", t)
+    assert jobs.label == "DAY2 night"
+    on = window_from_question("Tasha told us two days ago about it; when did I later ask?", t)
+    assert (on.label, on.start, on.end) == ("DAY1 and later", 0.0, t)
     both = window_from_question("how much of what we ate last night did we buy on day one?",
                                 t, day_part="soft")
     assert (both.label, both.start, both.end) == ("DAY1 to DAY2", 0.0, 2 * 86400.0)
