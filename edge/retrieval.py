@@ -218,3 +218,78 @@ def expand_neighbors(memory: Memory, anchors: list[ScoredClip], delta: int = 2,
             nxt = [c for c in nxt if c.t_end <= before]
         out.append(Neighborhood(clip, a.score, prev, nxt))
     return out
+
+
+def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
+                   spread: int) -> list[ScoredClip]:
+    """The top-``top_n`` of ``ranked`` (best first) with anchor spreading: a clip within
+    ±``spread`` clips of a better-ranked kept anchor in its continuous footage
+    (:meth:`Memory.neighbors`) is skipped for the next candidate, since that anchor's
+    neighborhood already shows it. ``spread`` 0 keeps ``ranked[:top_n]``. Fewer than
+    ``top_n`` come back when ``ranked`` runs out."""
+    if spread <= 0:
+        return list(ranked[:top_n])
+    clips = memory.clips([r.clip_id for r in ranked])
+    kept: list[ScoredClip] = []
+    covered: set[int] = set()
+    for r in ranked:
+        if r.clip_id in covered or r.clip_id not in clips:
+            continue
+        kept.append(r)
+        if len(kept) == top_n:
+            break
+        prev, nxt = memory.neighbors(clips[r.clip_id], spread)
+        covered.update(c.id for c in (*prev, *nxt))
+    return kept
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A run of matching clips close in time (one occurrence of a habit or an event):
+    ``start``/``end`` timeline seconds of its first clip's start and last clip's end,
+    ``clip_ids`` in timeline order, ``best`` its best-scoring clip (its anchor)."""
+
+    start: float
+    end: float
+    day: str
+    clip_ids: list[int]
+    best: ScoredClip
+
+    @property
+    def score(self) -> float:
+        """The episode's score: its best clip's."""
+        return self.best.score
+
+
+EPISODE_GAP_SECONDS = 180.0
+"""Clips of one episode lie at most this far apart (end of one to start of the next)."""
+
+
+def group_episodes(memory: Memory, ranked: Sequence[ScoredClip], *, rel: float = 0.5,
+                   gap: float = EPISODE_GAP_SECONDS) -> list[Episode]:
+    """Episodes of the clips in ``ranked`` (any order) scoring at least ``rel`` × the best
+    score (scores ≥ 0, e.g. RRF or cosine), in timeline order: clips of the same day whose
+    start lies ≤ ``gap`` seconds after the previous kept clip's end form one episode.
+    ``[]`` for an empty ``ranked``."""
+    if not ranked:
+        return []
+    top = max(r.score for r in ranked)
+    kept = {r.clip_id: r for r in ranked if r.score >= rel * top}
+    clips = sorted(memory.clips(kept).values(), key=lambda c: (c.t_start, c.id))
+    runs: list[list] = []
+    for c in clips:
+        last = runs[-1][-1] if runs else None
+        if last is not None and last.day == c.day and c.t_start - last.t_end <= gap:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return [Episode(run[0].t_start, run[-1].t_end, run[0].day, [c.id for c in run],
+                    max((kept[c.id] for c in run), key=lambda s: (s.score, -s.clip_id)))
+            for run in runs]
+
+
+def episode_anchors(episodes: Sequence[Episode], top_n: int) -> list[ScoredClip]:
+    """The best clip of each of the ``top_n`` best-scoring episodes, best first (anchors
+    spread across the timeline, one per occurrence)."""
+    best = sorted(episodes, key=lambda e: (-e.score, e.start))[:top_n]
+    return [e.best for e in best]

@@ -143,33 +143,65 @@ PARTS_OF_DAY = {
 }
 """Hours ``[from, to)`` of the parts of a day a question may name."""
 
+DAY_PARTS = ("strict", "wide", "soft")
+"""How a named part of day scopes a question (``AskOptions.day_part``): ``strict`` — only
+its hours (:data:`PARTS_OF_DAY`); ``wide`` — its hours widened by
+:data:`PART_MARGIN_HOURS` on each side; ``soft`` — the whole day, with the widened part
+preferred (:attr:`TimeWindow.prefer`)."""
+
+PART_MARGIN_HOURS = 0.5
+"""How far people's coarse words ("this morning", "around lunch") reach past a part's
+hours, on each side (``wide`` and ``soft``): on the hard dev questions 0.5 h ties the
+strict hours, 1 h and 1.5 h lose (more clips compete)."""
+
 _PART = r"(morning|noon|afternoon|evening|night)"
-_WINDOW_RES = [  # (pattern, day offset from the question's day or None for "the day named")
+_MEAL_RE = re.compile(r"\b(before|after|around|at|during|over|by)\s+(breakfast|lunch|dinner)"
+                      r"(?:\s*time)?\b", re.I)
+_MEAL_PART = {"breakfast": "morning", "lunch": "noon", "dinner": "evening",
+              "before lunch": "morning", "after lunch": "afternoon",
+              "before dinner": "afternoon", "after dinner": "night"}
+_LATER_RE = re.compile(r"\b(later|since\s+then|ever\s+since|after\s+that)\b", re.I)
+_NUMBERS = {w: i + 1 for i, w in enumerate(
+    "one two three four five six seven eight nine ten".split())}
+_NUMBERS.update({w: i + 1 for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth".split())})
+_NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_ORD = r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+_DAY_RES = [  # (pattern, "rel" offset | "ago" | "abs", part of day the phrase fixes)
     (re.compile(r"\blast\s+night\b", re.I), -1, "night"),
     (re.compile(r"\btonight\b", re.I), 0, "night"),
-    (re.compile(rf"\byesterday(?:\s+(?:in\s+the\s+)?{_PART})?\b", re.I), -1, None),
-    (re.compile(rf"\b(?:this|today)\s+{_PART}\b", re.I), 0, None),
-    (re.compile(r"\b(?:earlier\s+)?today\b", re.I), 0, None),
-    (re.compile(rf"\bDAY\s*(\d+)(?:\s+(?:in\s+the\s+)?{_PART})?\b", re.I), None, None),
-    (re.compile(rf"\b(?:in\s+the|around|at|during\s+the|the)\s+{_PART}\b", re.I), 0, None),
+    (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I), -2, None),
+    (re.compile(rf"\b{_NUM}\s+nights?\s+ago\b", re.I), "ago", "night"),
+    (re.compile(rf"\b{_NUM}\s+days?\s+ago\b", re.I), "ago", None),
+    (re.compile(r"\byesterday\b", re.I), -1, None),
+    (re.compile(r"\btoday\b(?!'s)", re.I), 0, None),  # "today's jobs" is a plan
+    (re.compile(rf"\bthe\s+{_ORD}\s+day\b", re.I), "abs", None),
+    (re.compile(rf"\bday\s*{_NUM}\b", re.I), "abs", None),
 ]
 
 
 @dataclass(frozen=True)
 class TimeWindow:
     """A span of the timeline a question is about: clips that end in ``(start, end]``
-    (timeline seconds; ``None`` = open). ``label`` says it in words, e.g. ``DAY1 afternoon``."""
+    (timeline seconds; ``None`` = open). ``label`` says it in words, e.g. ``DAY1 afternoon``.
+    ``prefer``: ``(start, end]`` inside it whose clips rank first without excluding the
+    rest (a soft part of day), or ``None``."""
 
     start: float | None
     end: float | None
     label: str
+    prefer: tuple[float, float] | None = None
 
     def until(self, at: float | None) -> TimeWindow:
         """This window cut at the query time ``at`` (timeline seconds; clips must end by
-        then); unchanged when ``at`` is ``None`` or the window already ends by ``at``."""
+        then), ``prefer`` too (dropped when it starts after ``at``); unchanged when ``at`` is
+        ``None`` or the window already ends by ``at``."""
         if at is None or (self.end is not None and self.end <= at):
             return self
-        return TimeWindow(self.start, at, self.label)
+        prefer = self.prefer
+        if prefer is not None:
+            prefer = (prefer[0], min(prefer[1], at)) if prefer[0] < at else None
+        return TimeWindow(self.start, at, self.label, prefer)
 
 
 def _day_bounds(t: float, offset: int, clock: str) -> tuple[str, float, float]:
@@ -184,37 +216,89 @@ def _day_bounds(t: float, offset: int, clock: str) -> tuple[str, float, float]:
     return date.isoformat(), start.timestamp(), end.timestamp()
 
 
-def window_from_question(question: str, at: float, clock: str | None = None
-                         ) -> TimeWindow | None:
+def _named_days(question: str, at: float, clock: str
+                ) -> list[tuple[str, float, float, str | None]]:
+    """Every day a question names, once each, in ``_DAY_RES`` order: (label, start, end,
+    the part of day the phrase fixes). A phrase's words are used once ("the day before
+    yesterday" is not also "yesterday"); ``DAYn`` / "the second day" only on the day
+    clock."""
+    text, out = question, []
+    for pattern, kind, part in _DAY_RES:
+        for m in pattern.finditer(text):
+            text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+            if kind == "abs" and clock != "dayclock":
+                continue
+            n = 0
+            if m.groups():  # a count or ordinal: "two", "2", "second"
+                n = _NUMBERS.get(m.group(1).lower()) or int(m.group(1))
+            if kind == "abs":
+                day = _day_bounds(day_clock(n, 0), 0, clock)
+            else:
+                day = _day_bounds(at, -n if kind == "ago" else kind, clock)
+            if all(d[0] != day[0] for d in out):
+                out.append((*day, part))
+    return out
+
+
+def _named_part(question: str) -> str | None:
+    """The part of day a question names: a word of :data:`PARTS_OF_DAY`, or a meal with a
+    time preposition ("around lunch" = noon, "after dinner" = night); else ``None``."""
+    for m in re.finditer(rf"(\btomorrow\s+(?:in\s+the\s+)?)?\b{_PART}\b", question, re.I):
+        if not m.group(1):  # "tomorrow morning" is a plan, not when it happened
+            return m.group(2).lower()
+    m = _MEAL_RE.search(question)
+    if m:
+        prep, meal = m.group(1).lower(), m.group(2).lower()
+        return _MEAL_PART.get(f"{prep} {meal}", _MEAL_PART[meal])
+    return None
+
+
+def window_from_question(question: str, at: float, clock: str | None = None, *,
+                         day_part: str = "strict") -> TimeWindow | None:
     """The day / part of day a question names, relative to the query time ``at``.
 
-    Reads "yesterday", "last night", "this morning", "today", "yesterday afternoon",
-    "DAY2 evening", "around noon", "in the evening" (parts of day: :data:`PARTS_OF_DAY`);
-    ``None`` when the question names no time. The window ends at ``at`` at the latest.
-    Only the first phrase found counts.
+    Days: "today", "yesterday", "last night", "tonight", "the day before yesterday",
+    "two days ago", "two nights ago", and on the EgoLife day clock "DAY2", "day two", "the
+    second day"; a question naming several days ("last night … on the first day") scopes
+    all of them, from the first to the last, without a part of day. Parts of day:
+    "morning", "noon", "afternoon", "evening", "night" anywhere in the question
+    (:data:`PARTS_OF_DAY`) but after "tomorrow" (a plan), or a meal with a time preposition
+    ("around lunch", "after dinner"); a part without a day is the query time's day; "today's"
+    (today's jobs) names no day; a named day followed by "later" / "since then" / "after
+    that" reaches on to ``at``. A named
+    day is always a hard scope; a part of day is scoped by ``day_part`` (:data:`DAY_PARTS`):
+    ``strict`` its hours, ``wide`` its hours ± :data:`PART_MARGIN_HOURS`, ``soft`` the
+    whole day with the widened part as :attr:`TimeWindow.prefer`. ``None`` when the
+    question names no time or a time after ``at``. The window ends at ``at`` at the latest.
+    Raises ``ValueError`` for an unknown ``day_part``.
     """
+    if day_part not in DAY_PARTS:
+        raise ValueError(f"unknown day_part {day_part!r}; use {', '.join(DAY_PARTS)}")
     clock = clock or guess_clock(at)
-    for pattern, offset, fixed_part in _WINDOW_RES:
-        m = pattern.search(question)
-        if not m:
-            continue
-        groups = [g for g in m.groups() if g]
-        if offset is None:  # DAYn names the day itself
-            if clock != "dayclock":
-                continue
-            day_n = int(groups[0])
-            label, d0, d1 = _day_bounds(day_clock(day_n, 0), 0, clock)
-            part = groups[1].lower() if len(groups) > 1 else None
-        else:
-            label, d0, d1 = _day_bounds(at, offset, clock)
-            part = fixed_part or (groups[-1].lower() if groups else None)
-        if part:
-            h0, h1 = PARTS_OF_DAY[part]
-            start, end = d0 + h0 * 3600, min(d1, d0 + h1 * 3600)
-            label = f"{label} {part}"
-        else:
-            start, end = d0, d1
-        if start >= at:
+    days = _named_days(question, at, clock)
+    if len(days) > 1:  # "last night … on the first day": all of them, no part of day
+        label = f"{min(days, key=lambda d: d[1])[0]} to {max(days, key=lambda d: d[2])[0]}"
+        start, end = min(d[1] for d in days), max(d[2] for d in days)
+        return TimeWindow(start, end, label).until(at) if start < at else None
+    day = days[0] if days else None
+    part = (day[3] if day else None) or _named_part(question)
+    if day is None and part is None:
+        return None
+    label, d0, d1, _ = day or (*_day_bounds(at, 0, clock), None)
+    start, end, prefer = d0, d1, None
+    if part:
+        h0, h1 = PARTS_OF_DAY[part]
+        if day_part != "strict":
+            h0, h1 = max(0.0, h0 - PART_MARGIN_HOURS), min(24.0, h1 + PART_MARGIN_HOURS)
+        p0, p1 = d0 + h0 * 3600, min(d1, d0 + h1 * 3600)
+        if p0 >= at:
             return None  # a time after the question is no scope at all
-        return TimeWindow(start, end, label).until(at)
-    return None
+        if day_part == "soft":
+            prefer, label = (p0, p1), f"{label}, {part} first"
+        else:
+            start, end, label = p0, p1, f"{label} {part}"
+    if start >= at:
+        return None
+    if day and _LATER_RE.search(question):  # "… two days ago … when I later asked"
+        end, label = at, f"{label} and later"
+    return TimeWindow(start, end, label, prefer).until(at)

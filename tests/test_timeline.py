@@ -119,3 +119,53 @@ def test_a_start_note_says_where_the_start_came_from():
         "overlap)")
     assert start_note(t, "metadata") == "start 2026-11-30 10:15:00 (container creation_time)"
     assert start_note(parse_moment("DAY1 11:00"), "--start") == "start DAY1 11:00:00 (--start)"
+
+
+@pytest.mark.parametrize("question, at, label, hours", [
+    ("What did we cook two days ago?", "DAY3 15:00", "DAY1", (0, 24)),
+    ("What did I buy the day before yesterday?", "DAY4 09:00", "DAY2", (0, 24)),
+    ("The day before yesterday in the evening, who sang?", "DAY3 09:00", "DAY1 evening",
+     (17, 22)),
+    ("On the second day, who cooked?", "DAY4 12:00", "DAY2", (0, 24)),
+    ("What did we plan on day two?", "DAY4 12:00", "DAY2", (0, 24)),
+    ("What did I see the first day in the afternoon?", "DAY3 12:00", "DAY1 afternoon",
+     (12, 18)),
+    ("Who was with me around lunch?", "DAY2 16:00", "DAY2 noon", (11, 14)),
+    ("What did we play after dinner yesterday?", "DAY3 10:00", "DAY2 night", (19, 24)),
+    ("Who sang two nights ago?", "DAY4 10:00", "DAY2 night", (19, 24)),
+])
+def test_more_day_phrases_and_meals_name_a_window(question, at, label, hours):
+    t = parse_moment(at)
+    w = window_from_question(question, t)
+    day0 = (int(label.split()[0][3:]) - 1) * 86400.0
+    assert w.label == label and w.prefer is None
+    assert (w.start, w.end) == (day0 + hours[0] * 3600, day0 + hours[1] * 3600)
+
+
+def test_a_part_of_day_is_widened_or_soft_and_a_named_day_stays_hard():
+    t = parse_moment("DAY3 20:00")
+    wide = window_from_question("what did I eat this morning?", t, day_part="wide")
+    assert (wide.label, wide.start, wide.end) == (
+        "DAY3 morning", parse_moment("DAY3 04:30"), parse_moment("DAY3 12:30"))
+    soft = window_from_question("what did I eat this morning?", t, day_part="soft")
+    assert (soft.label, soft.start, soft.end) == ("DAY3, morning first",
+                                                  parse_moment("DAY3 00:00"), t)
+    assert soft.prefer == (parse_moment("DAY3 04:30"), parse_moment("DAY3 12:30"))
+    assert window_from_question("what will Shure do tomorrow morning?", t) is None  # a plan
+    jobs = window_from_question("going over today's jobs last night, what did we need?", t)
+    assert jobs.label == "DAY2 night"
+    on = window_from_question("Tasha told us two days ago about it; when did I later ask?", t)
+    assert (on.label, on.start, on.end) == ("DAY1 and later", 0.0, t)
+    both = window_from_question("how much of what we ate last night did we buy on day one?",
+                                t, day_part="soft")
+    assert (both.label, both.start, both.end) == ("DAY1 to DAY2", 0.0, 2 * 86400.0)
+    day = window_from_question("what did I eat yesterday?", t, day_part="soft")
+    assert (day.label, day.start, day.prefer) == ("DAY2", parse_moment("DAY2 00:00"), None)
+    with pytest.raises(ValueError, match="day_part"):
+        window_from_question("this morning", t, day_part="loose")
+
+
+def test_a_preferred_span_is_cut_at_the_query_time_or_dropped_after_it():
+    w = TimeWindow(0.0, 1000.0, "DAY1, evening first", (400.0, 900.0))
+    assert w.until(600.0).prefer == (400.0, 600.0)
+    assert w.until(300.0).prefer is None and w.until(300.0).end == 300.0

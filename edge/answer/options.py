@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 
 from edge.errors import AskError
 from edge.store import INDEX_TYPES
-from edge.timeline import TimeWindow
+from edge.timeline import DAY_PARTS, TimeWindow
 
 LOOPS = ("merit", "single")
 """The agent loops :func:`edge.answer.ask` runs (see :mod:`edge.answer`)."""
@@ -42,6 +42,18 @@ class AskOptions:
             one letter and the reason goes to ``Answer.extra["reason"]``.
         choice_queries: with ``choices``, round 1 also searches each option (the
             question's words and the option's), fused with ``fusion``.
+        spread: anchor spreading (0 = off): a candidate within ±``spread`` clips of a
+            better-ranked anchor in the same footage is skipped for the next one (its
+            neighborhood is shown already); candidates come 4×top-N deep.
+        split_events: a before/after/first/then/earlier/later question is split (by rule,
+            no LLM) into its event phrases, each searched as one more query, fused.
+        aggregate: a counting/habit question ("how many times", "how often", "usually",
+            "every time", "each day") takes anchors from episodes: the 50 best clips in
+            scope, those scoring ≥ half the best grouped into runs of clips ≤ 3 minutes
+            apart, the best clip of each of the top-N episodes.
+        day_part: how a part of day the question names scopes it (``strict`` its hours,
+            ``wide`` ± 0.5 h, ``soft`` the whole day with the part ranked first; see
+            :func:`edge.timeline.window_from_question`). A named day is always hard.
         neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering (Eq. 9).
         pyramid: PyraVid §3.3 expansion and pruning each round (one more solver call) and
             the day's global node as context; ``None`` = when the memory has a pyramid.
@@ -67,6 +79,10 @@ class AskOptions:
     rrf_k: int = 60
     choices: list[str] | None = None
     choice_queries: bool = True
+    spread: int = 0
+    split_events: bool = False
+    aggregate: bool = False
+    day_part: str = "strict"
     neighbor_filter: bool = False
     pyramid: bool | None = None
     frames: bool | None = None
@@ -89,7 +105,8 @@ class AskOptions:
 
         Raises:
             AskError: fewer than 2 or more than 26 choices, or an empty choice.
-            ValueError: an unknown ``retrieval`` or ``loop``.
+            ValueError: an unknown ``retrieval``, ``loop`` or ``day_part``, or a negative
+                ``spread``.
         """
         if self.choices is not None and not 2 <= len(self.choices) <= 26:
             raise AskError("a multiple-choice question needs 2 to 26 choices")
@@ -101,6 +118,10 @@ class AskOptions:
             raise ValueError(f"unknown retrieval {self.retrieval!r}; use 'keys' or 'hybrid'")
         if self.loop not in LOOPS:
             raise ValueError(f"unknown loop {self.loop!r}; use {' or '.join(LOOPS)}")
+        if self.day_part not in DAY_PARTS:
+            raise ValueError(f"unknown day_part {self.day_part!r}; use {', '.join(DAY_PARTS)}")
+        if self.spread < 0:
+            raise ValueError(f"spread is a count of clips (0 = off), not {self.spread}")
 
     @property
     def letters(self) -> list[str]:

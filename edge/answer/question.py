@@ -36,13 +36,15 @@ def time_label(t: float | None, default: str) -> str:
 
 
 def resolve_scope(memory: Memory, question: str, at: float | None,
-                  window: TimeWindow | None, auto_window: bool) -> tuple[TimeWindow, str]:
+                  window: TimeWindow | None, auto_window: bool, *,
+                  day_part: str = "strict") -> tuple[TimeWindow, str]:
     """The time window a question searches and a note when a named window was dropped.
 
     ``window`` (from ``--from/--to``) wins; else, with ``auto_window``, a day or part of a
     day the question names (:func:`edge.timeline.window_from_question`, relative to ``at``
     or, without ``at``, to the last clip) is used when memory holds clips in it. The window
-    always ends by ``at`` (the query time, timeline seconds). Raises :class:`AskError` when
+    always ends by ``at`` (the query time, timeline seconds); ``day_part`` says how a named
+    part of day scopes it (:data:`edge.timeline.DAY_PARTS`). Raises :class:`AskError` when
     an explicit window is empty.
     """
     if window is not None:
@@ -55,7 +57,7 @@ def resolve_scope(memory: Memory, question: str, at: float | None,
     if not auto_window:
         return everything, ""
     ref = at if at is not None else memory.stats()["last"]
-    named = window_from_question(question, ref)
+    named = window_from_question(question, ref, day_part=day_part)
     if named is None:
         return everything, ""
     if memory.count_clips(before=named.end, after=named.start) == 0:
@@ -192,7 +194,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     for unknown options."""
     started = time.perf_counter()
     question, asked_at = check_question(memory, question, opts)
-    scope, remark = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window)
+    scope, remark = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
+                                  day_part=opts.day_part)
     if opts.pyramid is None:
         opts = replace(opts, pyramid=memory.has_facts())
     mark = hub.usage.mark()

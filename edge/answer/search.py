@@ -3,22 +3,36 @@ uses as its first round's anchors — one code path for both, no LLM call.
 
 :func:`first_round` fixes the question's time scope (:func:`~edge.answer.question.
 resolve_scope`), builds the round's queries (:func:`round_queries`: the question, then any
-MARQUIS sub-queries, then — for a multiple-choice question with ``choice_queries`` — one
-query per option, fused) and retrieves the top-N anchors (:func:`round_anchors`: MERIT
-max-sim, Eq. 6–7, fused by RRF with BM25 when hybrid).
+MARQUIS sub-queries, then — with ``split_events`` — the event phrases of a before/after
+question (:func:`event_phrases`), then — for a multiple-choice question with
+``choice_queries`` — one query per option, fused) and retrieves the top-N anchors
+(:func:`round_anchors`: MERIT max-sim, Eq. 6–7, fused by RRF with BM25 when hybrid; a soft
+part of day ranked first; with ``spread``, anchors spread over the footage; with
+``aggregate``, a counting question's anchors are its best episodes, :func:`episodes`).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from edge.retrieval import ScoredClip, multi_query_retrieve
+from edge.retrieval import (
+    STOPWORDS,
+    Episode,
+    ScoredClip,
+    episode_anchors,
+    fuse,
+    group_episodes,
+    multi_query_retrieve,
+    spread_anchors,
+)
 from edge.store import Memory
 from edge.timeline import TimeWindow
+from models.repeats import norm_words
 
 from .options import AskOptions
 from .question import check_question, resolve_scope
@@ -26,6 +40,31 @@ from .question import check_question, resolve_scope
 DEFAULT_TOP_N = 5
 """Anchors per round when ``AskOptions.top_n`` is ``None`` and no solver is loaded to say
 (a solver with a ≥ 16k context takes 10 in :func:`edge.answer.ask`)."""
+SPREAD_DEPTH = 4
+"""With ``spread``, anchors are picked from the SPREAD_DEPTH × top-N best candidates."""
+AGGREGATE_DEPTH = 50
+"""With ``aggregate``, episodes are built from this many best clips in scope."""
+AGGREGATE_REL = 0.5
+"""With ``aggregate``, a clip joins an episode when its fused score is ≥ this × the best."""
+
+COUNTING_RE = re.compile(
+    r"\b(how\s+many\s+(?:\w+\s+)?times|how\s+often|usually|every\s+time|each\s+time|each\s+day|"
+    r"every\s+day|typically|normally|tend\s+to|most\s+often|habit)\b", re.I)
+"""A counting / habit question: its evidence is every occurrence, not one moment."""
+ORDER_RE = re.compile(
+    r"\b(before|after|first|then|earlier|later|afterwards|prior\s+to|once|next|last)\b", re.I)
+"""A temporal-order question: two events and their order."""
+_NOT_ORDER_RE = re.compile(  # time phrases whose order words name no event
+    r"\bthe\s+day\s+before\s+yesterday\b|\bthe\s+\w+\s+day\b|\bfirst\s+time\b|"
+    r"\blast\s+(?:night|week)\b", re.I)
+_SPLIT_RE = re.compile(
+    r"[,;:.?]|\b(?:before\s+or\s+after|after\s+or\s+before|earlier\s+or\s+later|"
+    r"earlier\s+than|later\s+than|prior\s+to|followed\s+by|and\s+then|before|after|then|"
+    r"first|earlier|later|afterwards|once|next|last|or)\b", re.I)
+_SCAFFOLD = STOPWORDS | frozenset(
+    "happen happened come came thing things something yesterday today tonight morning noon "
+    "afternoon evening night day days ago time first second third last right just when "
+    "while whose end ended up".split())
 
 
 @dataclass(frozen=True)
@@ -43,12 +82,39 @@ class FirstRound:
     ms: float
 
 
+def event_phrases(question: str) -> list[str]:
+    """The event phrases of a temporal-order question, by rule (no LLM): ``question`` cut
+    at its order words (before/after/first/then/earlier/later, "before or after", "prior
+    to", "once", "next", "last", "or") and commas, each piece kept when it holds two
+    content words (not stopwords, time words or "happen"). ``[]`` when the question has no
+    order word outside time phrases ("the day before yesterday", "the first day", "last
+    night") or only one piece is left that is the whole question.
+
+    >>> event_phrases("Did I wash the cups before or after Shure played the guitar?")
+    ['Did I wash the cups', 'Shure played the guitar']
+    """
+    if not ORDER_RE.search(_NOT_ORDER_RE.sub(" ", question)):
+        return []
+    text = _NOT_ORDER_RE.sub(lambda m: "_".join(m.group(0).split()), question)  # one word
+    pieces = [" ".join(p.replace("_", " ").split()) for p in _SPLIT_RE.split(text)]
+    out = [p for p in pieces if sum(w not in _SCAFFOLD for w in norm_words(p)) >= 2]
+    return [] if out == [question.strip()] else out
+
+
+def is_counting(question: str) -> bool:
+    """Whether ``question`` asks how many times / how often / what usually happens."""
+    return bool(COUNTING_RE.search(question))
+
+
 def round_queries(question: str, opts: AskOptions,
                   sub_queries: Sequence[str] = ()) -> list[str]:
     """The first round's queries: ``question``, then ``sub_queries`` (MARQUIS §3.1), then,
-    with ``opts.choice_queries`` and choices, one query per option (the question's words
+    with ``opts.split_events``, its :func:`event_phrases`, then, with
+    ``opts.choice_queries`` and choices, one query per option (the question's words
     followed by the option's), duplicates dropped (case-insensitive), order kept."""
     queries = [question, *sub_queries]
+    if opts.split_events:
+        queries += event_phrases(question)
     if opts.choices and opts.choice_queries:
         queries += [f"{question} {c}" for c in opts.choices]
     seen: set[str] = set()
@@ -68,15 +134,42 @@ def embed_queries(embedder, queries: Sequence[str]) -> list[np.ndarray]:
     return list(embedder.embed(list(queries)))
 
 
+def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
+                    opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
+    """The ``top_n`` best clips for ``queries`` inside ``scope`` (MERIT max-sim over
+    ``opts.key_types``, fused by RRF with BM25 when ``opts.retrieval`` is hybrid; several
+    queries fused with ``opts.fusion``), best first. With ``scope.prefer`` (a soft part of
+    day) the same search inside ``prefer`` is fused in by RRF, so its clips rank first."""
+    def search(after: float | None, before: float | None) -> list[ScoredClip]:
+        return multi_query_retrieve(
+            memory, list(queries), list(vecs), top_n=top_n, key_types=opts.key_types,
+            lexical=opts.retrieval == "hybrid", fusion=opts.fusion, k=opts.rrf_k,
+            before=before, after=after)
+
+    ranked = search(scope.start, scope.end)
+    if scope.prefer is None:
+        return ranked
+    inside = search(*scope.prefer)
+    return fuse([ranked, inside], method="rrf", k=opts.rrf_k, top_n=top_n)
+
+
 def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
-    """The top-``top_n`` anchors of one round for ``queries`` inside ``scope`` (MERIT
-    max-sim over ``opts.key_types``, fused by RRF with BM25 when ``opts.retrieval`` is
-    hybrid; several queries fused with ``opts.fusion``), best first."""
-    return multi_query_retrieve(
-        memory, list(queries), list(vecs), top_n=top_n, key_types=opts.key_types,
-        lexical=opts.retrieval == "hybrid", fusion=opts.fusion, k=opts.rrf_k,
-        before=scope.end, after=scope.start)
+    """The top-``top_n`` anchors of one round for ``queries`` inside ``scope``
+    (:func:`ranked_in_scope`), best first. With ``opts.aggregate`` and a counting question
+    (``queries[0]``, :func:`is_counting`), the best clip of each of the top-``top_n``
+    :func:`episodes`, topped up from the ranking; else with ``opts.spread``, anchors
+    spread ±``spread`` clips apart (:func:`edge.retrieval.spread_anchors`) from the
+    :data:`SPREAD_DEPTH` × ``top_n`` best."""
+    if opts.aggregate and is_counting(queries[0]):
+        ranked = ranked_in_scope(memory, queries, vecs, opts, scope, AGGREGATE_DEPTH)
+        anchors = episode_anchors(group_episodes(memory, ranked, rel=AGGREGATE_REL), top_n)
+        chosen = {a.clip_id for a in anchors}
+        return anchors + [r for r in ranked if r.clip_id not in chosen][:top_n - len(anchors)]
+    if opts.spread:
+        ranked = ranked_in_scope(memory, queries, vecs, opts, scope, SPREAD_DEPTH * top_n)
+        return spread_anchors(memory, ranked, top_n, opts.spread)
+    return ranked_in_scope(memory, queries, vecs, opts, scope, top_n)
 
 
 def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
@@ -98,10 +191,28 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
     """
     t0 = time.perf_counter()
     question, _asked_at = check_question(memory, question, opts)
-    scope, note = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window)
+    scope, note = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
+                                day_part=opts.day_part)
     n = top_n or opts.top_n or DEFAULT_TOP_N
     queries = round_queries(question, opts, sub_queries)
     vecs = embed_queries(embedder, queries)
     anchors = round_anchors(memory, queries, vecs, opts, scope, n)
     return FirstRound(scope, queries, vecs, anchors, note,
                       round(1000 * (time.perf_counter() - t0), 1))
+
+
+def episodes(memory: Memory, embedder, question: str, opts: AskOptions, *,
+             depth: int = AGGREGATE_DEPTH, rel: float = AGGREGATE_REL) -> list[Episode]:
+    """Every episode of what ``question`` asks about inside its scope, in timeline order:
+    the ``depth`` best clips (round 1's queries and ranking, :func:`ranked_in_scope`) that
+    score ≥ ``rel`` × the best, grouped into runs of clips at most
+    :data:`edge.retrieval.EPISODE_GAP_SECONDS` apart (:func:`edge.retrieval.group_episodes`):
+    each with start/end (timeline seconds), day, clip ids and its best clip — the count and
+    the dated list of a "how many times / how often" question. Raises :class:`AskError`
+    when an explicit ``opts.window`` holds no clip."""
+    scope, _ = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
+                             day_part=opts.day_part)
+    queries = round_queries(question, opts)
+    ranked = ranked_in_scope(memory, queries, embed_queries(embedder, queries), opts, scope,
+                             depth)
+    return group_episodes(memory, ranked, rel=rel)
