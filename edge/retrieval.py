@@ -225,8 +225,9 @@ def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
     """The top-``top_n`` of ``ranked`` (best first) with anchor spreading: a clip within
     ±``spread`` clips of a better-ranked kept anchor in its continuous footage
     (:meth:`Memory.neighbors`) is skipped for the next candidate, since that anchor's
-    neighborhood already shows it. ``spread`` 0 keeps ``ranked[:top_n]``. Fewer than
-    ``top_n`` come back when ``ranked`` runs out."""
+    neighborhood already shows it. ``spread`` 0 keeps ``ranked[:top_n]``. When too few
+    clips are spread apart (a short memory) the skipped ones fill the rest in rank order,
+    so ``min(top_n, len(ranked))`` come back."""
     if spread <= 0:
         return list(ranked[:top_n])
     clips = memory.clips([r.clip_id for r in ranked])
@@ -240,6 +241,9 @@ def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
             break
         prev, nxt = memory.neighbors(clips[r.clip_id], spread)
         covered.update(c.id for c in (*prev, *nxt))
+    if len(kept) < top_n:
+        taken = {k.clip_id for k in kept}
+        kept += [r for r in ranked if r.clip_id not in taken][: top_n - len(kept)]
     return kept
 
 

@@ -62,7 +62,7 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
         "at": None, "window": None, "auto_window": True, "top_n": None, "delta": 2,
         "max_rounds": 5, "key_types": INDEX_TYPES, "retrieval": "hybrid", "loop": "merit",
         "decompose": False, "fusion": "rrf", "rrf_k": 60, "choices": None, "choice_queries": True,
-        "spread": 0, "split_events": False, "aggregate": False, "day_part": "strict",
+        "spread": 2, "split_events": True, "aggregate": False, "day_part": "wide",
         "neighbor_filter": False, "pyramid": None, "frames": None, "answer_tokens": 300,
         "anchor_tokens": 300, "neighbor_tokens": 100}
 

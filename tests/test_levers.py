@@ -32,7 +32,9 @@ def graded(sims: list[float]) -> np.ndarray:
 
 
 def keys_opts(**kw) -> AskOptions:
-    return AskOptions(retrieval="keys", **kw)
+    """Max-sim over keys with every round-1 lever off unless ``kw`` turns it on."""
+    return AskOptions(**{"retrieval": "keys", "spread": 0, "split_events": False,
+                         "day_part": "strict", **kw})
 
 
 # ---- spread -----------------------------------------------------------------------------
@@ -43,8 +45,9 @@ def test_spread_skips_candidates_inside_a_better_anchors_neighborhood(memory):
     got = spread_anchors(memory, ranked, 3, 2)
     assert [s.clip_id for s in got] == [ids[3], ids[8], ids[11]]  # 4, 2, 5, 9 covered
     assert spread_anchors(memory, ranked, 3, 0) == ranked[:3]
+    # too few spread apart: the skipped ones fill up, in rank order
     assert [s.clip_id for s in spread_anchors(memory, ranked, 5, 2)] == [ids[3], ids[8],
-                                                                       ids[11]]  # ran out
+                                                                       ids[11], ids[4], ids[2]]
 
 
 def test_spread_never_covers_another_cameras_clip_at_the_same_time(memory):
@@ -55,7 +58,7 @@ def test_spread_never_covers_another_cameras_clip_at_the_same_time(memory):
     assert [s.clip_id for s in spread_anchors(memory, ranked, 2, 2)] == [a[2], b[2]]
 
 
-def test_spread_option_spreads_round_anchors_and_is_off_by_default(memory):
+def test_spread_option_spreads_round_anchors(memory):
     ids = add_clips(memory, 20, vectors=graded([0.1] * 3 + [0.9, 0.95, 0.85] + [0.1] * 8
                                                + [0.8] + [0.1] * 5))
     plain = round_anchors(memory, ["q"], [E0], keys_opts(), EVERYTHING, 2)
@@ -144,7 +147,7 @@ def test_order_questions_split_into_their_events(question, events):
 
 def test_split_events_adds_the_events_as_queries_only_when_on():
     q = "Did I wash the cups before or after Shure played the guitar?"
-    assert round_queries(q, AskOptions()) == [q]
+    assert round_queries(q, AskOptions(split_events=False)) == [q]
     assert round_queries(q, AskOptions(split_events=True)) == [
         q, "Did I wash the cups", "Shure played the guitar"]
     with_opts = round_queries(q, AskOptions(split_events=True, choices=["before", "after"]))

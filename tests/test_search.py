@@ -194,13 +194,16 @@ def test_choices_add_one_query_per_option_and_change_the_fused_ranking(run, day)
     plain = search(run, day, rec["question"], "--at", "DAY1 11:21")
     chosen = search(run, day, rec["question"], "--at", "DAY1 11:21", "--choices",
                     "|".join(options))
-    assert chosen["queries"] == [rec["question"]] + [f"{rec['question']} {o}" for o in options]
+    assert chosen["queries"][0] == rec["question"]
+    assert chosen["queries"][-4:] == [f"{rec['question']} {o}" for o in options]
+    assert chosen["queries"][:-4] == plain["queries"]  # the question and its event phrases
     assert ids(chosen) != ids(plain)
 
 
 def test_a_known_question_finds_its_moment_in_the_top_five(run, day):
     """D1-001's evidence (Alice: "I've already screwed in one screw.") is in its target
-    clips; hybrid ranks the clip right after them first, max-sim over the keys both."""
+    clips; hybrid ranks the clip right after them first, max-sim over the keys puts both
+    inside one anchor's ±1 window (anchors are spread, so not both as anchors)."""
     rec = question(SCREWDRIVER)
     targets = set(rec["target_clips"])
     hybrid = search(run, day, rec["question"], "--at", "DAY1 11:21")
@@ -208,7 +211,7 @@ def test_a_known_question_finds_its_moment_in_the_top_five(run, day):
     with Memory(day, create=False) as m:
         idx = {c.id: c.idx for c in m.clips(ids(hybrid) + ids(keys)).values()}
     assert any(min(abs(idx[i] - t) for t in targets) <= 1 for i in ids(hybrid))
-    assert targets <= {idx[i] for i in ids(keys)}
+    assert all(min(abs(idx[i] - t) for i in ids(keys)) <= 1 for t in targets)
 
 
 @pytest.mark.slow
@@ -222,7 +225,7 @@ def test_search_equals_the_first_round_of_ask(run, day, hub):
         answer = ask(m, hub, rec["question"], at=parse_moment("DAY1 11:21"), loop="single",
                      max_rounds=1, delta=0, answer_tokens=64, choices=options)
     first = answer.rounds[0]
-    assert out["queries"] == first.queries and len(first.queries) == 5
+    assert out["queries"] == first.queries and len(first.queries) >= 5
     assert ids(out) == [a["clip_id"] for a in first.anchors]
     assert [m["matched"] for m in out["moments"]] == [a["key"] for a in first.anchors]
 
