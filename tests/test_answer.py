@@ -243,7 +243,10 @@ def test_one_round_merit_loop_filters_then_answers(day, hub):
     assert set(res.rounds[0].filtered) == {a["clip_id"] for a in res.rounds[0].anchors}
     assert res.answer in "ABCD" and len(res.answer) == 1 and res.final is not None
     assert res.extra == {"choices": dict(zip("ABCD", CHOICES)), "reason": res.final["reason"]}
-    assert lines == [f"round 1/1: searching {Q!r}", "round 1/1: filtering 3 neighborhood(s)",
+    more = len(res.rounds[0].queries) - 1  # the options and the question's event phrases
+    assert more >= len(CHOICES)
+    assert lines == [f"round 1/1: searching {Q!r} and {more} more queries",
+                     "round 1/1: filtering 3 neighborhood(s)",
                      f"answering from {res.evidence_count} note(s)"]
     assert _solver_calls(hub, mark) == 2  # filter + answer
     assert res.usage["llm"]["tokens_in"] > 0 and res.moments

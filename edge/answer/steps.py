@@ -52,7 +52,7 @@ def retrieve(run: Run, round_no: int, queries: list[str]
     (Eq. 8; none after the query time), and the queries' 384-d unit vectors."""
     o = run.opts
     run.say(round_no, f"searching {queries[0]!r}"
-            + (f" and {len(queries) - 1} sub-queries" if len(queries) > 1 else ""))
+            + (f" and {len(queries) - 1} more queries" if len(queries) > 1 else ""))
     vecs = embed_queries(run.embedder, queries)
     anchors = round_anchors(run.memory, queries, vecs, o, run.scope, o.top_n)
     hoods = expand_neighbors(run.memory, anchors, o.delta, before=o.at)
