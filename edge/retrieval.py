@@ -241,10 +241,15 @@ def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
             break
         prev, nxt = memory.neighbors(clips[r.clip_id], spread)
         covered.update(c.id for c in (*prev, *nxt))
-    if len(kept) < top_n:
-        taken = {k.clip_id for k in kept}
-        kept += [r for r in ranked if r.clip_id not in taken][: top_n - len(kept)]
-    return kept
+    return top_up(kept, ranked, top_n)
+
+
+def top_up(anchors: Sequence[ScoredClip], ranked: Sequence[ScoredClip],
+           top_n: int) -> list[ScoredClip]:
+    """``anchors`` followed by the best clips of ``ranked`` not among them, up to
+    ``top_n`` in all (``anchors`` first, in their order; the rest in rank order)."""
+    taken = {a.clip_id for a in anchors}
+    return [*anchors, *(r for r in ranked if r.clip_id not in taken)][:max(top_n, len(anchors))]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from edge.retrieval import (
     group_episodes,
     multi_query_retrieve,
     spread_anchors,
+    top_up,
 )
 from edge.store import Memory
 from edge.timeline import TimeWindow
@@ -164,8 +165,7 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
     if opts.aggregate and is_counting(queries[0]):
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, AGGREGATE_DEPTH)
         anchors = episode_anchors(group_episodes(memory, ranked, rel=AGGREGATE_REL), top_n)
-        chosen = {a.clip_id for a in anchors}
-        return anchors + [r for r in ranked if r.clip_id not in chosen][:top_n - len(anchors)]
+        return top_up(anchors, ranked, top_n)
     if opts.spread:
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, SPREAD_DEPTH * top_n)
         return spread_anchors(memory, ranked, top_n, opts.spread)
