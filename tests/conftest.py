@@ -46,6 +46,18 @@ def cli_home(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
+def run(cli_home):
+    """``run(*args)``: the ``edge`` command line in-process (click's runner) with ``args``
+    (made strings), exceptions raised rather than caught, in :func:`cli_home`."""
+    from click.testing import CliRunner
+
+    from edge.cli import main
+
+    runner = CliRunner()
+    return lambda *args: runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture()
 def memory(tmp_path):
     from edge.store import Memory
 

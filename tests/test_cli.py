@@ -5,20 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
-from edge.cli import main
 from tests.conftest import EGOLIFE_DAY1, ROOT, shared
-
-
-@pytest.fixture()
-def run(cli_home):
-    runner = CliRunner()
-
-    def _run(*args):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return _run
 
 
 def test_help_lists_the_commands(run):

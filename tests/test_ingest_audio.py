@@ -6,18 +6,10 @@ import json
 import shutil
 
 import pytest
-from click.testing import CliRunner
 
-from edge.cli import main
 from edge.stages import STAGES
 from edge.store import Memory
 from tests.conftest import FOOTAGE, SHARED, shared
-
-
-@pytest.fixture()
-def run(cli_home):
-    runner = CliRunner()
-    return lambda *args: runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.mark.slow

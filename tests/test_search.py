@@ -8,13 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
 from edge.answer import AskError, AskOptions, ask
 from edge.answer.question import resolve_scope
 from edge.answer.search import embed_queries, first_round, round_anchors, round_queries
 from edge.captions import ingest_caption_file
-from edge.cli import main
 from edge.store import Memory
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, ROOT, shared
@@ -56,16 +54,6 @@ def day(tmp_path_factory, hub):
     with Memory(path) as m:
         ingest_caption_file(m, hub, shared(EGOLIFE_DAY1), limit=40)
     return path
-
-
-@pytest.fixture()
-def run(cli_home):
-    runner = CliRunner()
-
-    def _run(*args):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return _run
 
 
 def search(run, memory, question, *args) -> dict:
