@@ -35,6 +35,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from edge.timeline import day_clock, egolife_time  # noqa: E402
+
 CAPTIONS = ROOT.parent / "shared/data/egolife/A1_JAKE_days1-4_captions.json"
 
 TAGS = ("single-clip", "neighbors", "several-clips", "counting", "temporal-order")
@@ -63,11 +67,9 @@ def grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
 
 
 def seconds(date: str, hhmmssff: str) -> float:
-    """A day-clock moment: ``DAYn`` + ``HHMMSSFF`` (FF frames at 20 fps) → seconds."""
-    day = int(date.upper().replace("DAY", ""))
-    t = hhmmssff.zfill(8)
-    return ((day - 1) * 86400 + int(t[:2]) * 3600 + int(t[2:4]) * 60 + int(t[4:6])
-            + int(t[6:8]) / 20)
+    """A day-clock moment: ``DAYn`` + ``HHMMSSFF`` (FF frames at 20 fps) → timeline seconds
+    (:func:`edge.timeline.day_clock` of :func:`edge.timeline.egolife_time`)."""
+    return day_clock(int(date.upper().replace("DAY", "")), egolife_time(hhmmssff))
 
 
 def check(questions: list[dict], caps: list[dict]) -> tuple[list[str], dict]:
