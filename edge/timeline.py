@@ -161,12 +161,11 @@ _MEAL_PART = {"breakfast": "morning", "lunch": "noon", "dinner": "evening",
               "before lunch": "morning", "after lunch": "afternoon",
               "before dinner": "afternoon", "after dinner": "night"}
 _LATER_RE = re.compile(r"\b(later|since\s+then|ever\s+since|after\s+that)\b", re.I)
-_NUMBERS = {w: i + 1 for i, w in enumerate(
-    "one two three four five six seven eight nine ten".split())}
-_NUMBERS.update({w: i + 1 for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth".split())})
-_NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
-_ORD = r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+_CARDINALS = "one two three four five six seven eight nine ten".split()
+_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
+_NUMBERS = {w: i + 1 for words in (_CARDINALS, _ORDINALS) for i, w in enumerate(words)}
+_NUM = rf"(\d+|{'|'.join(_CARDINALS)})"
+_ORD = rf"({'|'.join(_ORDINALS)})"
 _DAY_RES = [  # (pattern, "rel" offset | "ago" | "abs", part of day the phrase fixes)
     (re.compile(r"\blast\s+night\b", re.I), -1, "night"),
     (re.compile(r"\btonight\b", re.I), 0, "night"),
