@@ -244,6 +244,46 @@ def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
     return top_up(kept, ranked, top_n)
 
 
+def slot_anchors(memory: Memory, lists: Sequence[Sequence[ScoredClip]],
+                 quotas: Sequence[int], fill: Sequence[ScoredClip], top_n: int,
+                 spread: int = 0) -> list[ScoredClip]:
+    """Anchors with slots: list ``i`` of ``lists`` (each best first) gives its best
+    ``quotas[i]`` clips, in list order, then ``fill`` (best first) tops up to ``top_n``.
+    A clip already kept, or within ±``spread`` clips of a kept anchor in its continuous
+    footage (:meth:`Memory.neighbors`), is skipped for the list's next one, as in
+    :func:`spread_anchors`. Slots stop at ``top_n``; with too few distinct clips the
+    skipped ones fill the rest in ``fill``'s order, so ``min(top_n, len(fill))`` or more
+    come back. Used for a multiple-choice question: the question's best, then each
+    option's own best (each option's evidence gets a place in round 1)."""
+    pool = {r.clip_id for lst in lists for r in lst} | {r.clip_id for r in fill}
+    clips = memory.clips(list(pool))
+    kept: list[ScoredClip] = []
+    covered: set[int] = set()
+
+    def take(r: ScoredClip) -> None:
+        kept.append(r)
+        covered.add(r.clip_id)
+        if spread > 0:
+            prev, nxt = memory.neighbors(clips[r.clip_id], spread)
+            covered.update(c.id for c in (*prev, *nxt))
+
+    for lst, quota in zip(lists, quotas):
+        got = 0
+        for r in lst:
+            if len(kept) >= top_n or got >= quota:
+                break
+            if r.clip_id in covered or r.clip_id not in clips:
+                continue
+            take(r)
+            got += 1
+    for r in fill:
+        if len(kept) >= top_n:
+            break
+        if r.clip_id not in covered and r.clip_id in clips:
+            take(r)
+    return top_up(kept, fill, top_n)
+
+
 def top_up(anchors: Sequence[ScoredClip], ranked: Sequence[ScoredClip],
            top_n: int) -> list[ScoredClip]:
     """``anchors`` followed by the best clips of ``ranked`` not among them, up to

@@ -1,4 +1,5 @@
-"""Round-1 levers (AskOptions ``spread``, ``split_events``, ``aggregate``, ``day_part``) on
+"""Round-1 levers (AskOptions ``choice_slots``, ``spread``, ``split_events``, ``aggregate``,
+``day_part``) on
 synthetic clips through the real store: what each changes in the anchors, and that it
 changes nothing when off."""
 
@@ -11,10 +12,17 @@ from edge.answer.search import (
     episodes,
     event_phrases,
     is_counting,
+    option_query_count,
     round_anchors,
     round_queries,
 )
-from edge.retrieval import ScoredClip, episode_anchors, group_episodes, spread_anchors
+from edge.retrieval import (
+    ScoredClip,
+    episode_anchors,
+    group_episodes,
+    slot_anchors,
+    spread_anchors,
+)
 from edge.timeline import TimeWindow, parse_moment
 from tests.factories import add_clips
 
@@ -65,6 +73,56 @@ def test_spread_option_spreads_round_anchors(memory):
     assert [a.clip_id for a in plain] == [ids[4], ids[3]]
     spread = round_anchors(memory, ["q"], [E0], keys_opts(spread=2), EVERYTHING, 2)
     assert [a.clip_id for a in spread] == [ids[4], ids[14]]
+
+
+# ---- choice slots --------------------------------------------------------------------------
+
+def test_slot_anchors_take_each_lists_quota_then_fill_skipping_covered_clips(memory):
+    ids = add_clips(memory, 20)
+    head = [ScoredClip(ids[i], 1 - i / 100, "event") for i in (3, 4, 10)]
+    opt_a = [ScoredClip(ids[i], 0.5, "event") for i in (4, 15)]  # 4 lies next to 3
+    opt_b = [ScoredClip(ids[i], 0.4, "event") for i in (18,)]
+    fill = [ScoredClip(ids[i], 0.3, "rrf") for i in (3, 4, 2, 10, 15, 18, 7)]
+    got = slot_anchors(memory, [head, opt_a, opt_b], [2, 1, 1], fill, 5, spread=2)
+    # head: 3, then 4 is covered by 3 → 10; option a: 4 covered → 15; b: 18; fill: 7
+    assert [a.clip_id for a in got] == [ids[3], ids[10], ids[15], ids[18], ids[7]]
+    no_spread = slot_anchors(memory, [head, opt_a, opt_b], [2, 1, 1], fill, 5)
+    assert [a.clip_id for a in no_spread] == [ids[3], ids[4], ids[15], ids[18], ids[2]]
+    # slots stop at top_n; too few spread-apart clips: the skipped ones fill up in order
+    assert [a.clip_id for a in slot_anchors(memory, [head], [5], fill, 2, spread=2)] == [
+        ids[3], ids[10]]
+    assert len(slot_anchors(memory, [head], [1], fill, 7, spread=9)) == 7
+
+
+def test_option_queries_are_counted_from_the_end():
+    opts = keys_opts(choices=["Tasha", "Alice"])
+    qs = round_queries("Who cut the cake", opts)
+    assert qs == ["Who cut the cake", "Who cut the cake Tasha", "Who cut the cake Alice"]
+    assert option_query_count(qs, opts) == 2
+    assert option_query_count(qs[:2] + ["an event phrase"], opts) == 0
+    assert option_query_count(qs, keys_opts(choices=["Tasha", "Alice"],
+                                            choice_queries=False)) == 0
+    assert option_query_count(["Who cut the cake"], keys_opts()) == 0
+
+
+def test_each_option_gets_an_anchor_slot_only_with_choice_slots(memory):
+    axis = np.eye(384, dtype=np.float32)
+    vecs = graded([0.95, 0.9, 0.85, 0.8, 0.75] + [0.1] * 15)
+    vecs[12], vecs[17] = axis[300], axis[301]  # each option's evidence, far from the question
+    ids = add_clips(memory, 20, vectors=vecs)
+    q = "what did I buy"
+    choices = ["milk", "tofu"]
+    queries = round_queries(q, keys_opts(choices=choices))
+    qvecs = [E0, axis[300], axis[301]]
+    on = round_anchors(memory, queries, qvecs, keys_opts(choices=choices), EVERYTHING, 3)
+    assert [a.clip_id for a in on] == [ids[0], ids[12], ids[17]]
+    five = round_anchors(memory, queries, qvecs, keys_opts(choices=choices), EVERYTHING, 5)
+    assert [a.clip_id for a in five][:3] == [ids[0], ids[1], ids[2]]  # 5 − 2 for the question
+    assert {ids[12], ids[17]} <= {a.clip_id for a in five}
+    off = round_anchors(memory, queries, qvecs,
+                        keys_opts(choices=choices, choice_slots=False), EVERYTHING, 3)
+    fused = round_anchors(memory, queries, qvecs, keys_opts(), EVERYTHING, 3)
+    assert off == fused  # off: one fused ranking, as without options' slots
 
 
 # ---- aggregate ----------------------------------------------------------------------------

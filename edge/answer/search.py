@@ -5,9 +5,10 @@ uses as its first round's anchors — one code path for both, no LLM call.
 resolve_scope`), builds the round's queries (:func:`round_queries`: the question, then any
 MARQUIS sub-queries, then — with ``split_events`` — the event phrases of a before/after
 question (:func:`event_phrases`), then — for a multiple-choice question with
-``choice_queries`` — one query per option, fused) and retrieves the top-N anchors
+``choice_queries`` — one query per option) and retrieves the top-N anchors
 (:func:`round_anchors`: MERIT max-sim, Eq. 6–7, fused by RRF with BM25 when hybrid; a soft
-part of day ranked first; with ``spread``, anchors spread over the footage; with
+part of day ranked first; with ``choice_slots``, one anchor per option after the
+question's best (:func:`choice_anchors`); with ``spread``, anchors spread over the footage; with
 ``aggregate``, a counting question's anchors are its best episodes, :func:`episodes`).
 """
 
@@ -28,6 +29,7 @@ from edge.retrieval import (
     fuse,
     group_episodes,
     multi_query_retrieve,
+    slot_anchors,
     spread_anchors,
     top_up,
 )
@@ -157,11 +159,16 @@ def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nd
 def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
     """The top-``top_n`` anchors of one round for ``queries`` inside ``scope``
-    (:func:`ranked_in_scope`), best first. With ``opts.aggregate`` and a counting question
-    (``queries[0]``, :func:`is_counting`), the best clip of each of the top-``top_n``
-    :func:`episodes`, topped up from the ranking; else with ``opts.spread``, anchors
-    spread ±``spread`` clips apart (:func:`edge.retrieval.spread_anchors`) from the
-    :data:`SPREAD_DEPTH` × ``top_n`` best."""
+    (:func:`ranked_in_scope`), best first. A multiple-choice question with
+    ``opts.choice_slots`` gets a slot per option (:func:`choice_anchors`). With
+    ``opts.aggregate`` and a counting question (``queries[0]``, :func:`is_counting`), the
+    best clip of each of the top-``top_n`` :func:`episodes`, topped up from the ranking;
+    else with ``opts.spread``, anchors spread ±``spread`` clips apart
+    (:func:`edge.retrieval.spread_anchors`) from the :data:`SPREAD_DEPTH` × ``top_n``
+    best."""
+    n_options = option_query_count(queries, opts)
+    if opts.choice_slots and n_options:
+        return choice_anchors(memory, queries, vecs, opts, scope, top_n, n_options)
     if opts.aggregate and is_counting(queries[0]):
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, AGGREGATE_DEPTH)
         anchors = episode_anchors(group_episodes(memory, ranked, rel=AGGREGATE_REL), top_n)
@@ -170,6 +177,44 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, SPREAD_DEPTH * top_n)
         return spread_anchors(memory, ranked, top_n, opts.spread)
     return ranked_in_scope(memory, queries, vecs, opts, scope, top_n)
+
+
+def option_query_count(queries: Sequence[str], opts: AskOptions) -> int:
+    """How many of ``queries`` (from :func:`round_queries`, options last) are the
+    per-option queries of a multiple-choice question (0 without ``choices`` or
+    ``choice_queries``)."""
+    if not (opts.choices and opts.choice_queries):
+        return 0
+    option_keys = {" ".join(f"{queries[0]} {c}".lower().split()) for c in opts.choices}
+    n = 0
+    for q in reversed(queries[1:]):
+        if " ".join(q.lower().split()) not in option_keys:
+            break
+        n += 1
+    return n
+
+
+def choice_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
+                   opts: AskOptions, scope: TimeWindow, top_n: int,
+                   n_options: int) -> list[ScoredClip]:
+    """Round-1 anchors of a multiple-choice question with ``opts.choice_slots``: the best
+    max(1, ``top_n`` − ``n_options``) clips of the question's own queries (fused), then
+    the best clip of each option's query (the last ``n_options`` of ``queries``), then the
+    fused ranking of all queries (:func:`ranked_in_scope`, :data:`SPREAD_DEPTH` ×
+    ``top_n`` deep each) up to ``top_n`` — spread ±``opts.spread`` clips apart
+    (:func:`edge.retrieval.slot_anchors`). A wrong option is a real event elsewhere, so
+    fusing the options into one ranking lets the question's words drown the right
+    option's evidence; a slot per option shows the solver each option's best moment."""
+    depth = SPREAD_DEPTH * top_n
+    lists = [ranked_in_scope(memory, [q], [v], opts, scope, depth)
+             for q, v in zip(queries, vecs)]
+    head, per_option = lists[:-n_options], lists[-n_options:]
+    head_ranked = head[0] if len(head) == 1 else fuse(
+        head, method=opts.fusion, k=opts.rrf_k, top_n=depth)
+    fused = fuse(lists, method=opts.fusion, k=opts.rrf_k, top_n=depth)
+    quotas = [max(1, top_n - n_options), *[1] * n_options]
+    return slot_anchors(memory, [head_ranked, *per_option], quotas, fused, top_n,
+                        opts.spread)
 
 
 def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
