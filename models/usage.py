@@ -1,4 +1,5 @@
-"""Cost accounting: every model call counted (role, model, tokens in/out, seconds)."""
+"""Cost accounting: every model call counted (role, model, tokens in/out, seconds, and the
+prompt tokens really evaluated, i.e. not reused from a KV cache)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,23 @@ LLM_ROLES = frozenset({"memory_llm", "solver"})
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One model call. Tokens are the backend's own counts; seconds are wall-clock."""
+    """One model call. Tokens are the backend's own counts; seconds are wall-clock.
+
+    ``tokens_evaluated``: the prompt tokens the model really evaluated, ``tokens_in`` minus
+    those served from the KV cache of the previous call (llama.cpp reuses the longest common
+    prefix). A backend that cannot know leaves it out: it then equals ``tokens_in``.
+    """
 
     role: str
     model: str
     tokens_in: int
     tokens_out: int
     seconds: float
+    tokens_evaluated: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens_evaluated is None:
+            object.__setattr__(self, "tokens_evaluated", self.tokens_in)
 
 
 class UsageMeter:
@@ -46,34 +57,30 @@ class UsageMeter:
     def summary(self, since: int = 0) -> dict:
         """Totals of the calls after position ``since``.
 
-        Returns ``{"calls", "tokens_in", "tokens_out", "seconds", "by_role": {role: ...},
-        "llm": {...}}``; ``llm`` totals only the LLM roles (memory LLM, solver), whose tokens
-        are LLM tokens (the embedder counts its own WordPiece tokens).
+        Returns ``{"calls", "tokens_in", "tokens_evaluated", "tokens_out", "seconds",
+        "by_role": {role: ...}, "llm": {...}}`` (the same keys in each); ``llm`` totals only
+        the LLM roles (memory LLM, solver), whose tokens are LLM tokens (the embedder counts
+        its own WordPiece tokens). ``tokens_evaluated`` ≤ ``tokens_in``: the prompt tokens
+        not served from a KV cache (:class:`CallRecord`).
         """
         recs = self.records[since:]
-        by_role: dict[str, dict] = {}
+        by_role: dict[str, list[CallRecord]] = {}
         for r in recs:
-            d = by_role.setdefault(r.role, {"calls": 0, "tokens_in": 0, "tokens_out": 0,
-                                            "seconds": 0.0})
-            d["calls"] += 1
-            d["tokens_in"] += r.tokens_in
-            d["tokens_out"] += r.tokens_out
-            d["seconds"] = round(d["seconds"] + r.seconds, 3)
+            by_role.setdefault(r.role, []).append(r)
         llm = [r for r in recs if r.role.split(".")[0] in LLM_ROLES]  # memory_llm.links too
-        return {
-            "llm": {
-                "calls": len(llm),
-                "tokens_in": sum(r.tokens_in for r in llm),
-                "tokens_out": sum(r.tokens_out for r in llm),
-                "seconds": round(sum(r.seconds for r in llm), 3),
-            },
-            "calls": len(recs),
-            "tokens_in": sum(r.tokens_in for r in recs),
-            "tokens_out": sum(r.tokens_out for r in recs),
-            "seconds": round(sum(r.seconds for r in recs), 3),
-            "by_role": by_role,
-        }
+        return {"llm": _totals(llm), **_totals(recs),
+                "by_role": {role: _totals(rs) for role, rs in by_role.items()}}
 
     def as_dicts(self, since: int = 0) -> list[dict]:
         """The calls after position ``since`` as plain dicts (the :class:`CallRecord` fields)."""
         return [asdict(r) for r in self.records[since:]]
+
+
+def _totals(recs: list[CallRecord]) -> dict:
+    return {
+        "calls": len(recs),
+        "tokens_in": sum(r.tokens_in for r in recs),
+        "tokens_evaluated": sum(r.tokens_evaluated for r in recs),
+        "tokens_out": sum(r.tokens_out for r in recs),
+        "seconds": round(sum(r.seconds for r in recs), 3),
+    }
