@@ -4,6 +4,13 @@ One :class:`LlamaCppLLM` per GGUF file, loaded once and shared by every role tha
 the same model. Structured output uses llama.cpp's JSON-schema grammar; the parsed object
 is validated with ``jsonschema`` and a broken reply gets one repair attempt before
 :class:`LLMOutputError` is raised, so callers can fall back visibly instead of crashing.
+
+Every backend's ``chat``/``chat_json`` take ``on_token`` to stream the reply's text as it is
+written, and report ``tokens_evaluated``: the prompt tokens not served from the KV cache.
+Consecutive calls on one model that share a long prompt prefix (same system prompt, same
+evidence) only pay for what differs: llama-cpp-python keeps the longest common prefix of
+the previous call's tokens. :class:`JsonFieldStream` (from :mod:`models.jsonstream`) turns
+a streamed JSON reply into the growing text of one of its string fields.
 """
 
 from __future__ import annotations
@@ -12,13 +19,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from models.cancel import GenerationCancelled, current_cancel, raise_if_cancelled
+from models.jsonstream import JsonFieldStream as JsonFieldStream  # re-exported for callers
 from models.usage import CallRecord, UsageMeter
 
 # A ggml assert otherwise forks gdb and hangs for minutes (MODELS.md).
@@ -38,15 +46,29 @@ class ContextOverflowError(ValueError):
     """A prompt does not fit the model's context window."""
 
 
+#: ``on_token(piece)``: called with each new piece of a streamed reply's text
+OnToken = Callable[[str], None]
+
+
 @dataclass(frozen=True)
 class ChatResult:
-    """A completion: ``text`` plus the backend's token counts and wall-clock seconds."""
+    """A completion: ``text`` plus the backend's token counts and wall-clock seconds.
+
+    ``tokens_evaluated``: the prompt tokens the model really evaluated (``tokens_in`` minus
+    the prefix reused from the KV cache of the previous call on the same model); equal to
+    ``tokens_in`` when left out (backends that cannot know: remote servers).
+    """
 
     text: str
     tokens_in: int
     tokens_out: int
     seconds: float
     finish_reason: str = ""
+    tokens_evaluated: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens_evaluated is None:
+            object.__setattr__(self, "tokens_evaluated", self.tokens_in)
 
 
 class LlamaCppLLM:
@@ -86,6 +108,7 @@ class LlamaCppLLM:
         self.n_ctx = n_ctx
         self.usage = usage
         self._lock = threading.Lock()  # a llama.cpp context serves one call at a time
+        self._counted = False  # whether a call has ended, so llama.cpp's counters count
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` costs with this model's tokenizer."""
@@ -107,14 +130,19 @@ class LlamaCppLLM:
         schema: dict | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
+        on_token: OnToken | None = None,
     ) -> ChatResult:
         """One chat completion, counted under ``role``.
 
-        With ``schema`` the output is constrained by llama.cpp's JSON-schema grammar.
-        Raises :class:`ContextOverflowError` when the prompt plus ``max_tokens`` exceeds n_ctx,
+        With ``schema`` the output is constrained by llama.cpp's JSON-schema grammar. With
+        ``on_token`` the reply is streamed: ``on_token(piece)`` is called on this thread with
+        each piece of text as it is generated (whole UTF-8 characters; the pieces join to
+        ``text``); the result is the same as without it. An exception from ``on_token``
+        ends the call and propagates (nothing is counted). Raises
+        :class:`ContextOverflowError` when the prompt plus ``max_tokens`` exceeds n_ctx,
         :class:`models.cancel.GenerationCancelled` when the thread's cancel event
-        (:func:`models.cancel.cancel_scope`) is set before or during the call (then nothing
-        is counted).
+        (:func:`models.cancel.cancel_scope`) is set before or during the call, streamed or
+        not (then nothing is counted).
         """
         prompt_tokens = sum(self.count_tokens(str(m.get("content", ""))) + 8 for m in messages)
         if prompt_tokens + max_tokens > self.n_ctx:
@@ -128,19 +156,72 @@ class LlamaCppLLM:
         cancel = current_cancel()
         t0 = time.perf_counter()
         with self._lock, self._abort_on(cancel):
-            out = self._llm.create_chat_completion(messages=messages, **kwargs)
+            decoded = self._decoded_tokens() if self._counted else 0
+            if on_token is None:
+                out = self._llm.create_chat_completion(messages=messages, **kwargs)
+                usage = out.get("usage") or {}
+                text = out["choices"][0]["message"].get("content") or ""
+                finish = out["choices"][0].get("finish_reason") or ""
+                tokens_in = int(usage.get("prompt_tokens", prompt_tokens))
+                tokens_out = int(usage.get("completion_tokens", 0))
+            else:
+                text, finish = self._stream(messages, kwargs, on_token)
+                tokens_in, tokens_out = self._streamed_counts(finish)
+            decoded = self._decoded_tokens() - decoded
+            # the KV cache now holds the reused prefix + the evaluated prompt suffix + the
+            # generated tokens fed back; llama.cpp decoded the last two
+            evaluated = tokens_in + decoded - self._llm.n_tokens
+            self._counted = True
         seconds = time.perf_counter() - t0
-        usage = out.get("usage") or {}
-        res = ChatResult(
-            text=out["choices"][0]["message"].get("content") or "",
-            tokens_in=int(usage.get("prompt_tokens", prompt_tokens)),
-            tokens_out=int(usage.get("completion_tokens", 0)),
-            seconds=seconds,
-            finish_reason=out["choices"][0].get("finish_reason") or "",
-        )
+        res = ChatResult(text=text, tokens_in=tokens_in, tokens_out=tokens_out, seconds=seconds,
+                         finish_reason=finish,
+                         tokens_evaluated=min(tokens_in, max(0, evaluated)))
         if self.usage is not None:
-            self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds))
+            self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds,
+                                         res.tokens_evaluated))
         return res
+
+    def _stream(self, messages: list[dict[str, Any]], kwargs: dict[str, Any],
+                on_token: OnToken) -> tuple[str, str]:
+        """Run a streamed completion, handing each text delta to ``on_token``; returns
+        ``(text, finish_reason)``. The caller holds the lock and the abort callback."""
+        pieces: list[str] = []
+        finish = ""
+        chunks = self._llm.create_chat_completion(messages=messages, stream=True, **kwargs)
+        try:
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    pieces.append(piece)
+                    on_token(piece)
+                finish = choice.get("finish_reason") or finish
+        finally:
+            chunks.close()  # an exception from on_token leaves the generator suspended
+        return "".join(pieces), finish
+
+    def _streamed_counts(self, finish: str) -> tuple[int, int]:
+        """``(tokens_in, tokens_out)`` of the streamed call that just ended (stream chunks
+        carry no usage), as the unstreamed call reports them. llama-cpp-python's
+        ``generate`` samples with a fresh sampler chain per call, whose llama.cpp perf
+        counter ``n_sample`` counts the tokens sampled; every sampled token but the last is
+        fed back, so the KV cache holds ``prompt + n_sample - 1`` tokens. The last sampled
+        token is part of the reply unless it ended it (end of generation: ``stop``)."""
+        import llama_cpp
+
+        samples = llama_cpp.llama_perf_sampler(self._llm._sampler.sampler).n_sample
+        return self._llm.n_tokens - samples + 1, samples - (1 if finish == "stop" else 0)
+
+    def _decoded_tokens(self) -> int:
+        """Tokens this llama.cpp context has decoded so far (prompt batches + single tokens),
+        from its own perf counters. They read at least 1 each even before the first decode,
+        so :meth:`chat` counts from 0 until a call has ended; after a cancelled first call
+        that may overcount, but that call reset the cache, so the next one evaluates its
+        whole prompt and the count is capped at ``tokens_in``."""
+        import llama_cpp
+
+        perf = llama_cpp.llama_perf_context(self._llm.ctx)
+        return perf.n_p_eval + perf.n_eval
 
     @contextmanager
     def _abort_on(self, cancel: threading.Event | None) -> Iterator[None]:
@@ -176,15 +257,21 @@ class LlamaCppLLM:
         role: str,
         schema: dict,
         max_tokens: int = 256,
+        on_token: OnToken | None = None,
     ) -> dict:
         """A JSON object that validates against ``schema``.
 
         Parse → validate → on failure one repair call that shows the model its broken reply
-        and the error → :class:`LLMOutputError` if that fails too.
+        and the error → :class:`LLMOutputError` if that fails too. ``on_token`` streams the
+        first reply only (see :meth:`chat`; feed it to a :class:`JsonFieldStream` to show
+        one field as it is written): a repair is not streamed, so a terminal never shows a
+        second reply after the broken one; when the returned object differs from what was
+        streamed, show the returned one.
         """
         import jsonschema
 
-        res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens)
+        res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens,
+                        on_token=on_token)
         try:
             return _parse_valid(res.text, schema, jsonschema)
         except (ValueError, jsonschema.ValidationError) as first:

@@ -135,13 +135,17 @@ solver = "remote-qwen"
         msgs = [{"role": "system", "content": "Answer from the notes. Reply in JSON."},
                 {"role": "user", "content": "Notes: [1] I put the keys in the red bowl.\n"
                  "Question: where are the keys?"}]
-        out = solver.chat_json(msgs, role="solver", schema=ANSWER, max_tokens=60)
+        pieces: list[str] = []  # on_token: the whole reply in one piece (not streamed)
+        out = solver.chat_json(msgs, role="solver", schema=ANSWER, max_tokens=60,
+                               on_token=pieces.append)
         assert "bowl" in out["answer"].lower() and out["sufficient"] is True, out
+        assert len(pieces) == 1 and json.loads(pieces[0]) == out
         # llama-cpp-python rejects OpenAI's json_schema form; its json_object+schema is used
         assert solver.json_mode == "json_object"
         (rec,) = hub.usage.records  # the rejected probe is not counted; no repair was needed
         assert rec.role == "solver" and rec.model == "qwen-0.5b"
         assert rec.tokens_in > 20 and rec.tokens_out > 0  # the server's own counts
+        assert rec.tokens_evaluated == rec.tokens_in  # a server does not say what it cached
     finally:
         hub.close()
 

@@ -17,7 +17,14 @@ import time
 from typing import Any
 
 from models.cancel import current_cancel, run_cancellable
-from models.llm import ChatResult, ContextOverflowError, LLMOutputError, _parse_valid, _short
+from models.llm import (
+    ChatResult,
+    ContextOverflowError,
+    LLMOutputError,
+    OnToken,
+    _parse_valid,
+    _short,
+)
 from models.registry import ConfigError
 from models.remote.config import (
     JSON_MODES,
@@ -200,9 +207,14 @@ class RemoteLLM:
                            f"{e.status_code}: {msg}")
 
     def chat(self, messages: list[dict[str, Any]], *, role: str, schema: dict | None = None,
-             max_tokens: int = 256, temperature: float = 0.0) -> ChatResult:
+             max_tokens: int = 256, temperature: float = 0.0,
+             on_token: OnToken | None = None) -> ChatResult:
         """One chat completion, counted under ``role``; with ``schema`` the server is asked
-        to constrain the reply (see the module docstring). Raises
+        to constrain the reply (see the module docstring). ``on_token`` is accepted for the
+        same signature as :meth:`models.llm.LlamaCppLLM.chat` but nothing is streamed: it is
+        called once, on this thread, with the whole text when the reply has come (the
+        request waits on another thread to stay cancellable). ``tokens_evaluated`` equals
+        ``tokens_in`` (the server does not say what its cache served). Raises
         :class:`ContextOverflowError` when the estimated prompt plus ``max_tokens`` exceeds
         ``n_ctx`` (or the server says so), :class:`ConfigError` for frames the role may not
         send, a rejected key or an unknown model, :class:`RemoteUnavailableError` when the
@@ -219,6 +231,14 @@ class RemoteLLM:
             raise ContextOverflowError(
                 f"{self.name}: prompt of ~{prompt_tokens} tokens + {max_tokens} to generate "
                 f"exceeds the {self.n_ctx}-token context")
+        res = self._chat(messages, role=role, schema=schema, max_tokens=max_tokens,
+                         temperature=temperature)
+        if on_token is not None and res.text:
+            on_token(res.text)
+        return res
+
+    def _chat(self, messages: list[dict[str, Any]], *, role: str, schema: dict | None,
+              max_tokens: int, temperature: float) -> ChatResult:
         if schema is None:
             return self._create(messages, role=role, max_tokens=max_tokens,
                                 temperature=temperature, response_format=None)
@@ -239,13 +259,15 @@ class RemoteLLM:
         raise AssertionError("unreachable")
 
     def chat_json(self, messages: list[dict[str, Any]], *, role: str, schema: dict,
-                  max_tokens: int = 256) -> dict:
+                  max_tokens: int = 256, on_token: OnToken | None = None) -> dict:
         """A JSON object that validates against ``schema``: parse → validate → one repair
         call showing the broken reply and the error → :class:`LLMOutputError`. Request
-        errors are those of :meth:`chat`."""
+        errors are those of :meth:`chat`. ``on_token`` sees the first reply only, in one
+        piece (:meth:`chat`), as with :meth:`models.llm.LlamaCppLLM.chat_json`."""
         import jsonschema
 
-        res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens)
+        res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens,
+                        on_token=on_token)
         try:
             return _parse_valid(_strip_fence(res.text), schema, jsonschema)
         except (ValueError, jsonschema.ValidationError) as first:
