@@ -159,7 +159,9 @@ def score_hits(res: dict, q: QAQuestion, index: CaptionIndex) -> dict:
 
 
 def add_ranking_metrics(rows: list[dict], mode: str) -> None:
-    """R@10 and nDCG@10 (``ir-measures``) into each scored row's ``mode`` result."""
+    """R@10 and nDCG@10 (``ir-measures``) into each scored row's ``mode`` result, on the
+    anchors' rank order (the product's order: option slots and spreading do not follow the
+    fused scores, so each is scored 1 / rank)."""
     import ir_measures
     from ir_measures import R, nDCG
 
@@ -169,7 +171,8 @@ def add_ranking_metrics(rows: list[dict], mode: str) -> None:
         if res is None or not row["scored"]:
             continue
         qrels += [ir_measures.Qrel(row["id"], str(t), 1) for t in row["target_clips"]]
-        run += [ir_measures.ScoredDoc(row["id"], d, s) for d, s in res["ranked"]]
+        run += [ir_measures.ScoredDoc(row["id"], d, 1.0 / rank)
+                for rank, (d, _score) in enumerate(res["ranked"], start=1)]
     values: dict[tuple[str, str], float] = {}
     for m in ir_measures.iter_calc([R @ DEEP, nDCG @ DEEP], qrels, run):
         values[(m.query_id, str(m.measure))] = float(m.value)
