@@ -26,6 +26,7 @@ from edge.timeline import format_moment
 from models.vlm import image_parts
 
 from .citations import clip_text, content_stems, stem, words
+from .distill import Distiller, Source
 from .records import Moment, Role
 
 NOTE_OVERHEAD_TOKENS = 16
@@ -146,7 +147,7 @@ class Evidence:
                                              matched=c.via)
 
     def pack(self, llm, budget: int, *, anchor_tokens: int, neighbor_tokens: int,
-             view: str = "all") -> list[Packed]:
+             view: str = "all", distiller: Distiller | None = None) -> list[Packed]:
         """Evidence chosen by :class:`Priority` until ``budget`` tokens are used, each text
         cut to ``anchor_tokens`` (anchor clips) or ``neighbor_tokens`` (the others) plus
         :data:`NOTE_OVERHEAD_TOKENS`; returned in timeline order. ``llm`` counts and cuts
@@ -156,7 +157,34 @@ class Evidence:
         — only the clips filtering kept something from (as that text, :meth:`kept`; cut
         like anchors) and linked clips; ``raw`` — every clip as its caption. Raises
         ``ValueError`` for another ``view``.
+
+        ``distiller`` (:class:`~edge.answer.distill.Distiller`): instead of cutting each
+        text, keep the sentences of the view's texts that the question needs (a clip
+        without facts or kept text reads as its caption and transcript) within
+        ``min(budget, distiller.budget)`` tokens, overhead included; the token caps are
+        then unused and clips with nothing kept are left out.
         """
+        items, texts, kept = self._view(view)
+        items = sorted(items, key=lambda i: i.priority)
+        if distiller is not None:
+            chosen = self._distilled(items, texts, kept, distiller, llm, budget)
+        else:
+            chosen, used = [], 0
+            for it in items:
+                anchor = it.role == "anchor" or it.clip.id in kept
+                cap = anchor_tokens if anchor else neighbor_tokens
+                text = llm.truncate(" ".join(texts.get(it.clip.id, it.clip.caption).split()), cap)
+                cost = llm.count_tokens(text) + NOTE_OVERHEAD_TOKENS
+                if used + cost > budget:
+                    continue
+                chosen.append(Packed(it, text))
+                used += cost
+        chosen.sort(key=lambda p: (p.item.clip.t_start, p.item.clip.id))
+        return chosen
+
+    def _view(self, view: str) -> tuple[list[Item], dict[int, str], dict[int, str]]:
+        """The items of ``view`` (see :meth:`pack`), the texts replacing their captions
+        and what filtering kept, by clip id."""
         if view not in ("all", "filtered", "raw"):
             raise ValueError(f"unknown view {view!r}; use all, filtered or raw")
         items, texts, kept = list(self.items.values()), {}, {}
@@ -166,18 +194,24 @@ class Evidence:
             kept = self.kept()
             texts.update(kept)
             items = [it for cid, it in self.items.items() if cid in kept or it.role == "linked"]
-        chosen: list[Packed] = []
-        used = 0
-        for it in sorted(items, key=lambda i: i.priority):
-            cap = anchor_tokens if it.role == "anchor" or it.clip.id in kept else neighbor_tokens
-            text = llm.truncate(" ".join(texts.get(it.clip.id, it.clip.caption).split()), cap)
-            cost = llm.count_tokens(text) + NOTE_OVERHEAD_TOKENS
-            if used + cost > budget:
-                continue
-            chosen.append(Packed(it, text))
-            used += cost
-        chosen.sort(key=lambda p: (p.item.clip.t_start, p.item.clip.id))
-        return chosen
+        return items, texts, kept
+
+    def _distilled(self, items: list[Item], texts: dict[int, str], kept: dict[int, str],
+                   distiller: Distiller, llm, budget: int) -> list[Packed]:
+        """:meth:`pack` with a ``distiller``: ``items`` in priority order, each read as
+        its kept text, else (when the view reads them) its facts, one part each, else its
+        caption and transcript."""
+        def parts(it: Item) -> tuple[str, ...]:
+            cid = it.clip.id
+            if cid in kept:
+                return (kept[cid],)
+            if cid in texts:
+                return tuple(f if f[-1:] in ".!?…”\"" else f"{f}." for f in self.facts[cid])
+            return (it.clip.caption, it.clip.transcript)
+
+        sources = [Source(it.clip.id, parts(it), it.role != "neighbor") for it in items]
+        notes = distiller(sources, llm.count_tokens, budget)
+        return [Packed(it, notes[it.clip.id]) for it in items if it.clip.id in notes]
 
     def frame_parts(self, folder: Path) -> list[dict]:
         """Image parts for the anchor clips' keyframes (paths relative to ``folder``) by
