@@ -249,26 +249,42 @@ def choice_schema(letters: list[str], *, decide: bool = True) -> dict:
             "additionalProperties": False}
 
 
-_NOTES = """You answer questions about the user's own day from memory notes. Each note \
-describes a ~30-second moment of the user's first-person video and is numbered [n] with its \
-time; "I" in a note is the user. Use only the notes."""
+SOLVER_SYSTEM = """You answer questions about the user's own day from memory notes. Each \
+note describes a ~30-second moment of the user's first-person video and is numbered [n] \
+with its time; "I" in a note is the user. Use only the notes. Reply with the JSON object \
+the instruction after the question asks for."""
+"""The one system prompt of every solver step of the agent loop. Each step's own instruction
+ends the user turn (:data:`ANSWER_INSTRUCTION`, :data:`DECIDE_INSTRUCTION`,
+:data:`SUFFICIENCY_INSTRUCTION`), so consecutive calls of one question share their prefix —
+system prompt, question, notes — and llama.cpp reuses its KV cache for it (issue 12)."""
 
-SOLVER_PROMPT = _NOTES + """ Reply with a JSON object:
+_CHOICE = """
+For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
+says in one sentence why."""
+
+DECIDE_INSTRUCTION = """
+
+Reply with a JSON object:
 - "answer": a direct answer to the question in one or two sentences;
 - "cited": the numbers of the notes the answer relies on;
 - "sufficient": true if the notes contain what the question needs, false otherwise;
-- "search": when not sufficient, a short search query for what is missing; else "".
-For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
-says in one sentence why."""
+- "search": when not sufficient, a short search query for what is missing; else "".""" \
+    + _CHOICE
+"""One call answers and decides (``loop="single"`` and ``"adaptive"``)."""
 
-ANSWER_PROMPT = _NOTES + """ Reply with a JSON object:
+ANSWER_INSTRUCTION = """
+
+Reply with a JSON object:
 - "answer": a direct answer to the question in one or two sentences;
-- "cited": the numbers of the notes the answer relies on.
-For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
-says in one sentence why."""
+- "cited": the numbers of the notes the answer relies on.""" + _CHOICE
+"""The final answer call of ``loop="merit"``."""
 
-SUFFICIENCY_PROMPT = """You check whether memory notes about a person's day are enough to \
-answer a question. Do not answer it. Reply with a JSON object:
+SUFFICIENCY_INSTRUCTION = """
+
+Do not answer the question yet. Check whether the notes are enough to answer it. Reply \
+with a JSON object:
 - "sufficient": true if the notes contain what the question needs, false otherwise;
 - "search": when not sufficient, a short search query (3-10 words) for the missing \
-information, different from the queries already tried; else ""."""
+information, different from the queries already tried; else "".
+Queries already tried: {tried}"""
+"""The per-round sufficiency call of ``loop="merit"`` (``{tried}``: the queries so far)."""

@@ -28,7 +28,8 @@ from .steps import (
 
 
 def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *,
-        on_progress: Callable[[str], None] | None = None, **overrides) -> Answer:
+        on_progress: Callable[[str], None] | None = None,
+        on_token: Callable[[str], None] | None = None, **overrides) -> Answer:
     """Answer ``question`` from ``memory`` with cited moments (see :mod:`edge.answer`).
 
     Args:
@@ -39,6 +40,10 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         on_progress: called with one short line before each search and solver call
             (``round 2/5: searching 'power bank'``), from the calling thread. It may raise
             to stop the question early; the exception propagates.
+        on_token: called with each piece of the answer's text as the solver writes it
+            (the ``answer`` field of its reply; in ``adaptive``/``single`` every round's
+            answer streams, a later round's replacing the earlier one), from the calling
+            thread.
     Raises:
         AskError: the question is empty, the memory is empty, or holds nothing in scope;
             bad choices; frames asked of a solver that does not take them.
@@ -46,7 +51,8 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         TypeError: an override that is not an :class:`AskOptions` field.
     """
     # checks, time scope, solver, prompt frame
-    run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress)
+    run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress,
+                on_token)
     sub_queries = decompose(run)  # MARQUIS §3.1, only with opts.decompose
     queries = round_queries(run.question, run.opts, sub_queries)  # + options, fused
     rounds: list[Round] = []
@@ -57,7 +63,7 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         filtered = filter_neighbors(run, r, hoods)  # Eq. 9
         run.evidence.add_neighborhoods(r, anchors, hoods)
         expanded = expand(run, r, vecs[0], anchors)  # PyraVid §3.3
-        packed = run.pack("filtered" if run.opts.filtering else "all")  # into the token budget
+        packed = run.pack(run.opts.evidence_view)  # into the token budget
         rnd = Round(r, queries[0], anchor_hits(anchors), [p.item.clip.id for p in packed],
                     None, list(queries), filtered, expanded)
         rounds.append(rnd)

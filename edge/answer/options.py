@@ -9,7 +9,7 @@ from edge.errors import AskError
 from edge.store import INDEX_TYPES
 from edge.timeline import DAY_PARTS, TimeWindow
 
-LOOPS = ("merit", "single")
+LOOPS = ("adaptive", "merit", "single")
 """The agent loops :func:`edge.answer.ask` runs (see :mod:`edge.answer`)."""
 
 RETRIEVALS = ("keys", "hybrid")
@@ -34,8 +34,11 @@ class AskOptions:
             day-1 set).
         retrieval: ``hybrid`` (max-sim fused by RRF with BM25 over FTS5) or ``keys``
             (max-sim only, MERIT as published).
-        loop: ``merit`` (filter + sufficiency per round, then a final answer) or
-            ``single`` (one call per round answers and decides).
+        loop: ``adaptive`` (default: one call per round answers and decides over the
+            evidence distilled to ``distill_tokens``, so a question whose round-1 evidence
+            suffices costs one call), ``merit`` (filter + sufficiency per round, then a
+            final answer) or ``single`` (one call per round answers and decides over the
+            captions as they are).
         decompose: MARQUIS §3.1 sub-queries (one more call) fused with ``fusion``
             (rrf/wrrf/max/sum/mean; ``rrf_k`` = K of RRF).
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
@@ -63,7 +66,15 @@ class AskOptions:
             hard set's dev half (77 questions, ``edge bench qa --questions hard --split
             dev``), round-1 hit@5(±2) 0.831 → 0.870 with the question alone and 0.844 →
             0.870 with the options; ``aggregate`` and ``soft`` did not pay there.
-        neighbor_filter: ``loop="single"`` only — add MERIT neighbor filtering (Eq. 9).
+        distill_tokens: the most tokens of evidence an ``adaptive`` call reads: the
+            sentences of the evidence clips closest to the question and its options, by
+            embedding and word overlap, no LLM call (:mod:`edge.answer.distill`).
+        hints: hand the solver what the timeline says before the notes, no LLM call
+            (:mod:`edge.answer.hints`): for a counting question the matching episodes
+            with their times; for a before/after/first/last question the time of each
+            event's (or option's) best match.
+        neighbor_filter: ``loop="single"``/``"adaptive"`` only — add MERIT neighbor
+            filtering (Eq. 9).
         pyramid: PyraVid §3.3 expansion and pruning each round (one more solver call) and
             the day's global node as context; ``None`` = when the memory has a pyramid.
         frames: send anchor keyframes with the final answer; ``None`` = when the solver's
@@ -82,7 +93,7 @@ class AskOptions:
     max_rounds: int = 5
     key_types: tuple[str, ...] = INDEX_TYPES
     retrieval: str = "hybrid"
-    loop: str = "merit"
+    loop: str = "adaptive"
     decompose: bool = False
     fusion: str = "rrf"
     rrf_k: int = 60
@@ -93,6 +104,8 @@ class AskOptions:
     split_events: bool = True
     aggregate: bool = False
     day_part: str = "wide"
+    distill_tokens: int = 800
+    hints: bool = True
     neighbor_filter: bool = False
     pyramid: bool | None = None
     frames: bool | None = None
@@ -115,8 +128,8 @@ class AskOptions:
 
         Raises:
             AskError: fewer than 2 or more than 26 choices, or an empty choice.
-            ValueError: an unknown ``retrieval``, ``loop`` or ``day_part``, or a negative
-                ``spread``.
+            ValueError: an unknown ``retrieval``, ``loop`` or ``day_part``, a negative
+                ``spread`` or ``distill_tokens`` under 64.
         """
         if self.choices is not None and not 2 <= len(self.choices) <= 26:
             raise AskError("a multiple-choice question needs 2 to 26 choices")
@@ -132,6 +145,9 @@ class AskOptions:
             raise ValueError(f"unknown day_part {self.day_part!r}; use {', '.join(DAY_PARTS)}")
         if self.spread < 0:
             raise ValueError(f"spread is a count of clips (0 = off), not {self.spread}")
+        if self.distill_tokens < 64:
+            raise ValueError(f"distill_tokens {self.distill_tokens} is too few for evidence "
+                             "(at least 64)")
 
     @property
     def letters(self) -> list[str]:
@@ -142,3 +158,12 @@ class AskOptions:
     def filtering(self) -> bool:
         """Whether rounds run MERIT neighbor filtering (always in ``loop="merit"``)."""
         return self.loop == "merit" or self.neighbor_filter
+
+    @property
+    def evidence_view(self) -> str:
+        """How the rounds pack their evidence (:meth:`Evidence.pack` ``view``): what
+        filtering kept when it runs, else ``distilled`` in ``loop="adaptive"`` and the
+        captions as they are (``all``) in ``loop="single"``."""
+        if self.filtering:
+            return "filtered"
+        return "distilled" if self.loop == "adaptive" else "all"

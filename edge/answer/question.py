@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from edge.errors import AskError
-from edge.prompts import SOLVER_PROMPT
+from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM
 from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 
@@ -133,24 +133,27 @@ class Note:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What every loop prompt says around the evidence: the ``header`` (the day's global
-    node, the question with its query time and options), then the numbered notes, then
-    the question again — small models answer what they read last."""
+    """What every solver prompt of one question says around the evidence, laid out so its
+    calls share their prefix (llama.cpp reuses the KV cache of the longest common prefix
+    of consecutive calls): the one system prompt (:data:`~edge.prompts.SOLVER_SYSTEM`),
+    then the ``header`` (the day's global node, the question with its query time and
+    options, any hints), the numbered notes, the question again — small models answer
+    what they read last — and last the step's own instruction."""
 
     header: str
     question: str
     options: str
 
-    def messages(self, system: str, notes: str, tail: str = "") -> list[dict]:
+    def messages(self, notes: str, instruction: str) -> list[dict]:
         """Chat messages ``[system, user]``: the user turn is the header, ``notes``, the
-        question with its options, then ``tail`` (a step's own instruction)."""
-        return [{"role": "system", "content": system},
+        question with its options, then ``instruction`` (the step's reply format)."""
+        return [{"role": "system", "content": SOLVER_SYSTEM},
                 {"role": "user", "content": f"{self.header}{notes}\n\nQuestion: {self.question}"
-                                            f"{self.options}{tail}"}]
+                                            f"{self.options}{instruction}"}]
 
-    def with_notes(self, system: str, packed: list[Packed], tail: str = "") -> list[dict]:
+    def with_notes(self, packed: list[Packed], instruction: str) -> list[dict]:
         """:meth:`messages` with ``packed`` evidence written as numbered notes."""
-        return self.messages(system, numbered_notes(packed), tail)
+        return self.messages(numbered_notes(packed) or "(none)", instruction)
 
 
 @dataclass
@@ -172,6 +175,8 @@ class Run:
     budget: int
     progress: Callable[[str], None]
     started: float
+    on_token: Callable[[str], None] | None = None
+    hints: str = ""
     usage_mark: int = 0
     note: Note = field(default_factory=Note)
     evidence: Evidence = field(default_factory=Evidence)
@@ -182,16 +187,29 @@ class Run:
         self.progress(f"round {round_no}/{self.opts.max_rounds}: {line}")
 
     def pack(self, view: str) -> list[Packed]:
-        """:meth:`Evidence.pack` into this question's budget."""
+        """:meth:`Evidence.pack` into this question's budget; ``view="distilled"``: every
+        clip's sentences closest to the question, its options and the queries tried,
+        within ``opts.distill_tokens`` (:mod:`edge.answer.distill`, no LLM call)."""
+        distiller = None
+        if view == "distilled":
+            from .distill import Distiller
+
+            relevance = (*(self.opts.choices or ()), *sorted(self.tried))
+            distiller = Distiller(self.embedder, self.question, relevance,
+                                  self.opts.distill_tokens)
+            view = "all"
         return self.evidence.pack(self.solver, self.budget, anchor_tokens=self.opts.anchor_tokens,
-                                  neighbor_tokens=self.opts.neighbor_tokens, view=view)
+                                  neighbor_tokens=self.opts.neighbor_tokens, view=view,
+                                  distiller=distiller)
 
 
 def start(memory: Memory, hub, question: str, opts: AskOptions,
-          on_progress: Callable[[str], None] | None) -> Run:
+          on_progress: Callable[[str], None] | None,
+          on_token: Callable[[str], None] | None = None) -> Run:
     """Check the question against the memory, fix its scope, load the solver and frame
-    its prompts. Raises :class:`AskError` (see :func:`edge.answer.ask`) or ``ValueError``
-    for unknown options."""
+    its prompts (with the timeline's :mod:`~edge.answer.hints`). ``on_token`` gets the
+    answer's text as the solver writes it. Raises :class:`AskError` (see
+    :func:`edge.answer.ask`) or ``ValueError`` for unknown options."""
     started = time.perf_counter()
     question, asked_at = check_question(memory, question, opts)
     scope, remark = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
@@ -203,14 +221,19 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     opts = _fit_to_solver(opts, solver)
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
     context = global_context(memory, scope, solver) if opts.pyramid else ""
-    prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\nNotes:\n",
-                    question, options)
-    budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_PROMPT)
+    from .hints import question_hints  # hints → search → question: import at call time
+
+    hints = question_hints(memory, embedder, question, opts, scope)
+    prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
+                    f"{hints}Notes:\n", question, options)
+    budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
+              - solver.count_tokens(DECIDE_INSTRUCTION)
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - PROMPT_SLACK_TOKENS)
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
-              budget, on_progress or (lambda _line: None), started, mark)
+              budget, on_progress or (lambda _line: None), started, on_token, hints.strip(),
+              mark)
     run.note.remark(remark)
     return run
 

@@ -96,12 +96,19 @@ def event_phrases(question: str) -> list[str]:
     >>> event_phrases("Did I wash the cups before or after Shure played the guitar?")
     ['Did I wash the cups', 'Shure played the guitar']
     """
-    if not ORDER_RE.search(_NOT_ORDER_RE.sub(" ", question)):
+    if not is_order_question(question):
         return []
     text = _NOT_ORDER_RE.sub(lambda m: "_".join(m.group(0).split()), question)  # one word
     pieces = [" ".join(p.replace("_", " ").split()) for p in _SPLIT_RE.split(text)]
     out = [p for p in pieces if sum(w not in _SCAFFOLD for w in norm_words(p)) >= 2]
     return [] if out == [question.strip()] else out
+
+
+def is_order_question(question: str) -> bool:
+    """Whether ``question`` asks about the order of events: an order word (before, after,
+    first, last, then, …) outside time phrases ("the day before yesterday", "the first
+    day", "last night")."""
+    return bool(ORDER_RE.search(_NOT_ORDER_RE.sub(" ", question)))
 
 
 def is_counting(question: str) -> bool:

@@ -15,25 +15,37 @@ from edge.decompose import decompose as decompose_question
 from edge.expansion import expand_and_prune
 from edge.filtering import filter_neighborhoods
 from edge.prompts import (
-    ANSWER_PROMPT,
+    ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
-    SOLVER_PROMPT,
+    DECIDE_INSTRUCTION,
     SOLVER_SCHEMA,
-    SUFFICIENCY_PROMPT,
+    SUFFICIENCY_INSTRUCTION,
     SUFFICIENCY_SCHEMA,
     choice_schema,
 )
 from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors
+from models.jsonstream import JsonFieldStream
 from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words
 
-from .evidence import Packed, cited_clips, numbered_notes
+from .evidence import Packed, cited_clips
 from .question import Run
 from .records import AnchorHit, Decision, Expansion, FinalReply
 from .search import embed_queries, round_anchors
 
 SUFFICIENCY_TOKENS = 80
 """Reply budget of the sufficiency call (a boolean and a short query)."""
+
+
+def streamed(run: Run) -> dict:
+    """``{"on_token": …}`` for the call whose reply is an answer, when the caller asked for
+    the answer's text as it is written (``ask(on_token=…)``): the reply's ``answer`` field
+    (a multiple-choice question's one-sentence ``reason``, after its letter) reaches
+    ``run.on_token`` piece by piece; ``{}`` otherwise."""
+    if run.on_token is None:
+        return {}
+    field = "reason" if run.opts.choices else "answer"
+    return {"on_token": JsonFieldStream(field, run.on_token).feed}
 
 
 def decompose(run: Run) -> list[str]:
@@ -117,8 +129,7 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
         tried = "; ".join(sorted(run.tried))
         try:
             return run.solver.chat_json(
-                run.prompt.messages(SUFFICIENCY_PROMPT, numbered_notes(packed) or "(none)",
-                                    f"\n\nQueries already tried: {tried}"),
+                run.prompt.with_notes(packed, SUFFICIENCY_INSTRUCTION.format(tried=tried)),
                 role="solver", schema=SUFFICIENCY_SCHEMA, max_tokens=SUFFICIENCY_TOKENS)
         except (LLMOutputError, ContextOverflowError) as e:
             run.note.failure(f"the sufficiency check failed ({e}); answering with what was found")
@@ -126,11 +137,9 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     run.say(round_no, f"the solver reads {len(packed)} note(s)")
     schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
     try:
-        decision = run.solver.chat_json(run.prompt.with_notes(SOLVER_PROMPT, packed),
-                                        role="solver", schema=schema,
-                                        max_tokens=o.answer_tokens)
+        decision = final_call(run, run.prompt.with_notes(packed, DECIDE_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
-        run.note.failure(f"the solver's reply was unusable ({e}); showing the retrieved evidence")
+        run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
     return {**decision, "cited_clips": cited_clips(decision, packed)}  # clips, not numbers
 
@@ -204,7 +213,7 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
         packed = run.pack("raw")
     run.progress(f"answering from {len(packed)} note(s)")
     o = run.opts
-    msgs = run.prompt.with_notes(ANSWER_PROMPT, packed)
+    msgs = run.prompt.with_notes(packed, ANSWER_INSTRUCTION)
     if o.frames:
         msgs[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"]},
                                *run.evidence.frame_parts(frames_dir(run.memory.path))]
@@ -216,21 +225,27 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
             if not o.frames:
                 raise
             run.note.failure("the keyframes did not fit the solver's context; answered from text")
-            final = final_call(run, run.prompt.with_notes(ANSWER_PROMPT, packed), schema)
+            final = final_call(run, run.prompt.with_notes(packed, ANSWER_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
-        what = "the answer was cut off" if getattr(e, "cut", False) else \
-            "the solver's answer was unusable"
-        run.note.failure(f"{what} ({e}); showing the retrieved evidence")
+        run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None, packed
     return {**final, "cited_clips": cited_clips(final, packed)}, packed
 
 
+def what_failed(e: Exception) -> str:
+    """The note's words for a failed answering call: cut off by its budget, or unusable."""
+    return "the answer was cut off" if getattr(e, "cut", False) else \
+        "the solver's answer was unusable"
+
+
 def final_call(run: Run, msgs: list[dict], schema: dict) -> dict:
-    """The answer call with ``opts.answer_tokens``; a reply cut at that budget is asked
-    again once with twice the budget (when that fits the context)."""
+    """An answering call (the final answer, or ``adaptive``/``single``'s answer-and-decide)
+    with ``opts.answer_tokens``, its answer streamed to ``run.on_token``; a reply cut at
+    that budget is asked again once with twice the budget (when that fits the context)."""
     budget = run.opts.answer_tokens
     try:
-        return run.solver.chat_json(msgs, role="solver", schema=schema, max_tokens=budget)
+        return run.solver.chat_json(msgs, role="solver", schema=schema, max_tokens=budget,
+                                    **streamed(run))
     except LLMOutputError as e:
         if not e.cut:
             raise
