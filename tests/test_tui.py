@@ -86,11 +86,20 @@ def test_a_question_shows_progress_then_the_answer_and_its_evidence(day, hub):
             pending = chat.query_one(".pending", Bubble)
             await until(pilot, lambda: "round 1/1: searching" in str(pending.render()), 60,
                         "the first progress line")
-            await until(pilot, lambda: not chat.asking, 400, "the answer")
+            drafts: list[str] = []  # the answer as shown while the solver writes it
+
+            def drafted() -> bool:
+                if chat.asking:
+                    drafts.append(str(pending.render()))
+                return not chat.asking
+
+            await until(pilot, drafted, 400, "the answer")
             answer = chat.last_answer
             assert answer is not None and answer.answer.strip()
             shown = str(chat.query(Bubble).last().render())
             assert answer.answer.strip()[:40] in shown and "1 round(s)" in shown
+            # streamed: a part of the answer showed in the pending turn before it ended
+            assert any(answer.answer.strip()[:12] in d for d in drafts), drafts[-1:]
 
             rows = list(chat.query(EntryRow))
             assert [r.entry.clip_id for r in rows] == [m.clip_id for m in answer.moments]

@@ -115,9 +115,10 @@ class EdgeApp(App):
             self.memory = None
 
     # -- questions (called from the worker thread)
-    def run_ask(self, question: str, on_progress) -> Answer:
+    def run_ask(self, question: str, on_progress, on_token=None) -> Answer:
         """Answer ``question`` on a connection of this thread; model calls are stored under
-        the ``chat`` command like ``edge ask`` stores its own. Called from a Textual worker,
+        the ``chat`` command like ``edge ask`` stores its own. ``on_token`` gets the answer's
+        text as the solver writes it. Called from a Textual worker,
         its model calls stop when the worker is cancelled (Esc, Ctrl+Q): they raise
         :class:`models.GenerationCancelled`."""
         try:
@@ -128,7 +129,7 @@ class EdgeApp(App):
             mark = self.hub.usage.mark()
             try:
                 return ask(memory, self.hub, question, delta=self.delta,
-                           on_progress=on_progress, **self.ask_options)
+                           on_progress=on_progress, on_token=on_token, **self.ask_options)
             finally:
                 memory.record_calls("chat", self.hub.usage.records[mark:])
 

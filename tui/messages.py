@@ -14,6 +14,15 @@ class AskProgress(Message):
         self.line = line
 
 
+class AskToken(Message):
+    """A piece of question ``ask_id``'s answer text as the solver writes it."""
+
+    def __init__(self, ask_id: int, text: str) -> None:
+        super().__init__()
+        self.ask_id = ask_id
+        self.text = text
+
+
 class AskFinished(Message):
     """Question ``ask_id`` ended: ``answer`` (an :class:`edge.answer.Answer`) or ``error``."""
 

@@ -63,6 +63,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
 
     retrieval_opts = retrieval_settings(retrieval, key_types, fusion, rrf_k)
     scope = scope_settings(at, from_, to, auto_window)
+    stream = render.AskStream()
     with open_memory(state, create=False) as memory:
         hub = state.hub()
         try:
@@ -70,8 +71,10 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
                 memory, hub, question, **scope, top_n=top_n, delta=delta, **retrieval_opts,
                 decompose=decompose, pyramid=use_pyramid, frames=frames,
                 **loop_settings(rounds, loop, neighbor_filter), choices=parse_choices(choices),
-                on_progress=None if as_json else render.ask_progress)
+                on_progress=None if as_json else stream.progress,
+                on_token=None if as_json else stream.token)
         finally:
+            stream.close()
             memory.record_calls("ask", hub.usage.records)
     if as_json:
         render.echo_json(result.as_dict())

@@ -102,10 +102,40 @@ def captions_line(result, file: Path, seconds: float, memory_path: Path, stats: 
 
 # ---- ask ----------------------------------------------------------------------------------
 
-def ask_progress(line: str) -> None:
-    """A progress line of the answer loop, on stderr when it is a terminal."""
-    if sys.stderr.isatty():
-        click.echo(f"… {line}", err=True)
+class AskStream:
+    """``edge ask`` on a terminal: the loop's progress lines and, as the solver writes it,
+    the answer's text, on stderr (stdout keeps only the final answer block). Nothing is
+    written when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self._mid_line = False
+        self._t0 = time.monotonic()
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            click.echo("", err=True)
+            self._mid_line = False
+
+    def progress(self, line: str) -> None:
+        """One progress line with the seconds since the question was asked
+        (``… 2.1 s  round 1/5: the solver reads 9 note(s)``)."""
+        if self.tty:
+            self._end_line()
+            click.echo(f"… {time.monotonic() - self._t0:4.1f} s  {line}", err=True)
+
+    def token(self, text: str) -> None:
+        """A piece of the answer, written as it comes."""
+        if self.tty:
+            if not self._mid_line:
+                click.echo("  ", err=True, nl=False)
+            click.echo(text, err=True, nl=False)
+            self._mid_line = True
+
+    def close(self) -> None:
+        """End a streamed line before the final block is printed."""
+        if self.tty:
+            self._end_line()
 
 
 def answer_lines(result) -> list[str]:
@@ -270,6 +300,11 @@ def pulled_lines(name: str, files) -> list[str]:
         lines.append(f"{how:15} {f.path}  {check}")
     lines.append(f"{name} is ready; use it in a profile (see `edge models recommended`).")
     return lines
+
+
+def profile_line(profile) -> str:
+    """``edge doctor``: the profile in use and what it is for (its limits)."""
+    return f"      {'profile':22} {profile.name}: {profile.description}"
 
 
 def check_line(check) -> str:

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label
 from textual.worker import Worker, get_current_worker
 
-from tui.messages import AskFinished, AskProgress, ClipChosen
+from tui.messages import AskFinished, AskProgress, AskToken, ClipChosen
 from tui.session import Entry
 from tui.widgets.conversation import Bubble, Conversation
 from tui.widgets.entries import EntryList
@@ -49,7 +49,9 @@ class ChatScreen(Screen):
         self._worker: Worker | None = None
         self._pending: Bubble | None = None
         self._lines: list[str] = []
+        self._draft = ""  # the answer's text so far, as the solver writes it
         self._started = 0.0
+        self._step_started = 0.0
         self.last_answer = None  # the edge.answer.Answer shown last
         self._ticker = None
 
@@ -105,7 +107,8 @@ class ChatScreen(Screen):
         conv = self.query_one(Conversation)
         conv.say(Text(question, style="bold"), "question")
         self._lines = []
-        self._started = time.monotonic()
+        self._draft = ""
+        self._started = self._step_started = time.monotonic()
         self._pending = conv.say(Text("thinking…", style="italic"), "pending")
         self._ask_id += 1
         self._worker = self._ask(self._ask_id, question)
@@ -129,13 +132,16 @@ class ChatScreen(Screen):
                 raise _Cancelled
             post(AskProgress(ask_id, line))
 
+        def token(text: str) -> None:
+            post(AskToken(ask_id, text))
+
         if not app.ask_lock.acquire(blocking=False):
             post(AskProgress(ask_id, "waiting for the previous question's model call to end"))
             app.ask_lock.acquire()
         try:
             if worker.is_cancelled:
                 return
-            result = app.run_ask(question, on_progress=progress)
+            result = app.run_ask(question, on_progress=progress, on_token=token)
         except _Cancelled:
             return
         except Exception as e:  # shown in the chat; the screen must stay usable
@@ -146,21 +152,37 @@ class ChatScreen(Screen):
         post(AskFinished(ask_id, answer=result))
 
     def on_ask_progress(self, message: AskProgress) -> None:
-        """Show a progress line of the running question."""
+        """Show a progress line of the running question (a new step: an earlier round's
+        draft answer gives way to the next)."""
         if message.ask_id != self._ask_id or self._pending is None:
             return
         self._lines.append(message.line)
+        self._draft = ""
+        self._step_started = time.monotonic()
         self._show_progress()
         self.query_one(Conversation).scroll_end(animate=False)
 
+    def on_ask_token(self, message: AskToken) -> None:
+        """Add a piece of the answer as the solver writes it."""
+        if message.ask_id != self._ask_id or self._pending is None:
+            return
+        self._draft += message.text
+        self._show_progress()
+
     def _show_progress(self) -> None:
-        """The pending turn: the last progress lines and the seconds so far (every second,
-        so a long model call visibly runs)."""
+        """The pending turn: the last progress lines, the seconds the current step and the
+        question have taken (every second, so a long model call visibly runs), and the
+        answer as far as the solver has written it."""
         if self._pending is None:
             return
-        secs = time.monotonic() - self._started
+        now = time.monotonic()
         text = Text("\n".join(self._lines[-6:]) or "thinking…", style="italic")
-        text.append(f"\n{secs:.0f} s — Esc cancels", style="dim")
+        if self._lines:
+            text.append(f" — {now - self._step_started:.0f} s", style="dim")
+        if self._draft:
+            text.append("\n")
+            text.append(self._draft)
+        text.append(f"\n{now - self._started:.0f} s in all — Esc cancels", style="dim")
         self._pending.update(text)
 
     def _stop_ticker(self) -> None:
