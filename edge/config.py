@@ -5,7 +5,7 @@
 - assembled model files: ``$EDGE_HOME/models`` (``EDGE_MODELS_DIR`` overrides it);
 - caches that can be rebuilt (benchmark memories outside a checkout): ``$EDGE_CACHE`` or the
   user cache dir;
-- the profile: ``tiny`` unless ``--profile``/``EDGE_PROFILE`` says otherwise;
+- the profile: ``small`` unless ``--profile``/``EDGE_PROFILE`` says otherwise;
 - the user's own models and profiles (remote roles, pulled VLMs): ``$EDGE_HOME/profiles.toml``
   (``EDGE_PROFILES`` overrides it), merged over the shipped ``models/manifest.toml``.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import platformdirs
 
-DEFAULT_PROFILE = "tiny"
+DEFAULT_PROFILE = "small"
 
 
 def home() -> Path:
@@ -46,7 +46,7 @@ def models_dir() -> Path:
 
 
 def default_profile() -> str:
-    """The profile when ``--profile`` is not given: ``$EDGE_PROFILE`` or ``tiny``."""
+    """The profile when ``--profile`` is not given: ``$EDGE_PROFILE`` or ``small``."""
     return os.environ.get("EDGE_PROFILE", DEFAULT_PROFILE)
 
 

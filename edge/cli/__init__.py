@@ -48,7 +48,7 @@ class _Group(click.Group):
 @click.option("--memory", "memory", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Memory file (default: $EDGE_MEMORY or the user data dir).")
 @click.option("--profile", default=None,
-              help="Model profile: tiny (default) or small; $EDGE_PROFILE.")
+              help="Model profile: small (default) or tiny (devices under 2 GB); $EDGE_PROFILE.")
 @click.version_option(package_name="edge-memory")
 @click.pass_context
 def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:

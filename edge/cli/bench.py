@@ -56,7 +56,7 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
 @click.option("--answer", is_flag=True,
               help="Also answer every question with the answer loop (slow on CPU).")
 @click.option("--profile", default=None, expose_value=False, callback=_profile,
-              help="Model profile (tiny, small) [default: tiny or $EDGE_PROFILE].")
+              help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
 @json_option("Print the whole result as JSON instead of tables.")
 @click.option("--out", type=_PATH, default=None,
               help="Where the JSON result goes [default: "

@@ -73,7 +73,9 @@ def doctor(state: State) -> None:
     from edge.doctor import run_checks
 
     ok = True
-    for check in run_checks(state.hub(), state.memory_path):
+    hub = state.hub()
+    click.echo(render.profile_line(hub.profile))
+    for check in run_checks(hub, state.memory_path):
         ok &= check.ok
         click.echo(render.check_line(check))
     if not ok:

@@ -79,7 +79,7 @@ def memory_options(fn):
                      default=None, expose_value=False, callback=set_memory,
                      help="Memory file (overrides the group option)."),
         click.option("--profile", default=None, expose_value=False, callback=set_profile,
-                     help="Model profile (tiny, small)."),
+                     help="Model profile (small, tiny)."),
     ])
 
 
@@ -121,11 +121,14 @@ def rounds_option(help: str = "Most retrieval rounds R."):
                         help=help)
 
 
-def loop_option(help: str = "merit: per round a neighbor-filtering call and a sufficiency "
-                            "call, then one answer call; single: one call per round answers "
-                            "and decides (cheapest)."):
-    """``--loop merit|single``: which answer loop runs."""
-    return click.option("--loop", type=click.Choice(["merit", "single"]), default="merit",
+def loop_option(help: str = "adaptive: one call per round answers and decides over the "
+                            "evidence distilled to ~800 tokens (one call when round 1 "
+                            "suffices); merit: per round a neighbor-filtering call and a "
+                            "sufficiency call, then one answer call; single: as adaptive "
+                            "over the captions as they are."):
+    """``--loop adaptive|merit|single``: which answer loop runs."""
+    return click.option("--loop", type=click.Choice(["adaptive", "merit", "single"]),
+                        default="adaptive",
                         show_default=True, help=help)
 
 
@@ -133,8 +136,8 @@ def filter_option(fn):
     """``--filter/--no-filter`` (the parameter ``neighbor_filter``)."""
     return click.option("--filter/--no-filter", "neighbor_filter", default=False,
                         show_default=True,
-                        help="--loop single only: add MERIT neighbor filtering (one more call "
-                             "a round).")(fn)
+                        help="--loop single/adaptive only: add MERIT neighbor filtering (one "
+                             "more call a round).")(fn)
 
 
 def loop_settings(rounds: int, loop: str, neighbor_filter: bool) -> dict:
