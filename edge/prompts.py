@@ -242,7 +242,7 @@ def choice_schema(letters: list[str], *, decide: bool = True) -> dict:
     """The answer schema for a multiple-choice question: ``answer`` is one of ``letters``
     plus a one-sentence ``reason``; ``decide`` adds ``sufficient``/``search``."""
     props = {"answer": {"type": "string", "enum": letters},
-             "reason": {"type": "string", "maxLength": 300}, "cited": _CITED}
+             "reason": {"type": "string", "maxLength": 160}, "cited": _CITED}
     if decide:
         props |= {"sufficient": {"type": "boolean"}, "search": _SEARCH}
     return {"type": "object", "properties": props, "required": list(props),
