@@ -57,9 +57,9 @@ def test_a_counting_question_gets_its_episodes_in_timeline_order(memory, hub):
 
 def test_an_order_question_gets_each_events_best_match_earliest_first(memory, hub):
     text = hints(memory, hub, "Did I wash the dishes before or after Shure fried dumplings?")
-    assert text.startswith("Best-matching moment of each, earliest first")
-    assert text.index('"Shure fried dumplings" at DAY1 10:01') < text.index(
-        '"Did I wash the dishes" at DAY1 10:05')
+    assert text.startswith("Timeline search, in time order: first ")
+    assert text.index('first "Shure fried dumplings" at DAY1 10:01') < text.index(
+        'last "Did I wash the dishes" at DAY1 10:05')
 
 
 def test_an_order_question_with_options_dates_each_option(memory, hub):
@@ -67,7 +67,7 @@ def test_an_order_question_with_options_dates_each_option(memory, hub):
                  choices=["Washing the dishes", "Watering the cactus", "Playing chess"])
     cactus, chess, dishes = (text.index(f"choice {c}") for c in "BCA")
     assert cactus < chess < dishes  # 10:00, 10:04:30, 10:05
-    assert "choice A (Washing the dishes) at DAY1 10:05" in text
+    assert "last choice A (Washing the dishes) at DAY1 10:05" in text
 
 
 def test_no_hint_for_other_questions_or_when_off(memory, hub):

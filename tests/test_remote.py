@@ -358,6 +358,7 @@ def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tm
     clean_env.setenv("EDGE_SOLVER_TIMEOUT", "600")
     r = CliRunner().invoke(main, ["ask", "--memory", str(mem), "--at", "DAY1 11:21",
                                   "--rounds", "2", "--top-n", "3", "--delta", "1", "--json",
+                                  "--loop", "merit",
                                   "--choices", "Tasha|Alice|Shure|Lucia",
                                   "Who used the screwdriver first?"])
     assert r.exit_code == 0, r.output
@@ -416,14 +417,20 @@ def test_a_remote_vlm_solver_gets_keyframes_only_when_allowed(server, clean_env,
             clean_env.setenv("EDGE_SOLVER_ALLOW_FRAMES", "1")
             hub.close()
             hub = ModelHub(load_manifest().profile("tiny"), models_dir())
-            res = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0)
+            res = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
+                      loop="merit")
             assert res.final is not None
             last = hub.usage.records[-1]  # the final answer: text + 4 images × 16 tokens
             assert last.role == "solver" and last.tokens_in >= 4 * 16
             no_frames = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
-                            frames=False)
+                            frames=False, loop="merit")
             # the images cost ~16 tokens each (text layout differs by a token or so)
             assert last.tokens_in - hub.usage.records[-1].tokens_in >= 4 * 16 - 8
             assert no_frames.final is not None
+            # the adaptive loop's answering call (the default) gets the frames too
+            ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0)
+            adaptive = hub.usage.records[-1]
+            ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0, frames=False)
+            assert adaptive.tokens_in - hub.usage.records[-1].tokens_in >= 4 * 16 - 8
         finally:
             hub.close()

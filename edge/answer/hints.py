@@ -9,8 +9,7 @@ asked to count over five clips or to order events it reads out of order.
   match of each of its events (:func:`edge.answer.search.event_phrases`) and, for a
   multiple-choice question, of each option — in time order.
 
-The hints go into the prompt's header, before the notes, so they are part of the prefix
-every call of the question shares.
+The hints go after the notes, right before the question the solver reads last.
 """
 
 from __future__ import annotations
@@ -69,14 +68,16 @@ def order_hint(memory: Memory, embedder, question: str, opts: AskOptions,
     if len(found) < 2:
         return ""
     found.sort()
-    return ("Best-matching moment of each, earliest first (a search, not proof): "
-            + "; ".join(f"{label} at {moment(t)}" for t, label in found) + ".")
+    words = ["first", *["then"] * (len(found) - 2), "last"]
+    return ("Timeline search, in time order: "
+            + "; ".join(f"{w} {label} at {moment(t)}" for w, (t, label) in zip(words, found))
+            + ".")
 
 
 def question_hints(memory: Memory, embedder, question: str, opts: AskOptions,
                    scope: TimeWindow) -> str:
     """The hints for ``question`` (``""`` when none applies or ``opts.hints`` is off), as
-    lines ending in a blank line, to go before the notes. ``embedder``: 384-d unit
+    lines ending in a blank line, to go after the notes. ``embedder``: 384-d unit
     vectors; ``scope``: the question's time scope (clips ending in ``(start, end]``)."""
     if not opts.hints:
         return ""

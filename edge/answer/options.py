@@ -69,7 +69,7 @@ class AskOptions:
         distill_tokens: the most tokens of evidence an ``adaptive`` call reads: the
             sentences of the evidence clips closest to the question and its options, by
             embedding and word overlap, no LLM call (:mod:`edge.answer.distill`).
-        hints: hand the solver what the timeline says before the notes, no LLM call
+        hints: hand the solver what the timeline says after the notes, no LLM call
             (:mod:`edge.answer.hints`): for a counting question the matching episodes
             with their times; for a before/after/first/last question the time of each
             event's (or option's) best match.

@@ -137,19 +137,22 @@ class Prompt:
     calls share their prefix (llama.cpp reuses the KV cache of the longest common prefix
     of consecutive calls): the one system prompt (:data:`~edge.prompts.SOLVER_SYSTEM`),
     then the ``header`` (the day's global node, the question with its query time and
-    options, any hints), the numbered notes, the question again — small models answer
-    what they read last — and last the step's own instruction."""
+    options), the numbered notes, the timeline's hints and the question again — small
+    models answer from what they read last — and last the step's own instruction."""
 
     header: str
     question: str
     options: str
+    hints: str = ""
 
     def messages(self, notes: str, instruction: str) -> list[dict]:
         """Chat messages ``[system, user]``: the user turn is the header, ``notes``, the
-        question with its options, then ``instruction`` (the step's reply format)."""
+        timeline's hints, the question with its options, then ``instruction`` (the step's
+        reply format)."""
         return [{"role": "system", "content": SOLVER_SYSTEM},
-                {"role": "user", "content": f"{self.header}{notes}\n\nQuestion: {self.question}"
-                                            f"{self.options}{instruction}"}]
+                {"role": "user", "content": f"{self.header}{notes}\n\n{self.hints}"
+                                            f"Question: {self.question}{self.options}"
+                                            f"{instruction}"}]
 
     def with_notes(self, packed: list[Packed], instruction: str) -> list[dict]:
         """:meth:`messages` with ``packed`` evidence written as numbered notes."""
@@ -225,10 +228,11 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
 
     hints = question_hints(memory, embedder, question, opts, scope)
     prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
-                    f"{hints}Notes:\n", question, options)
+                    "Notes:\n", question, options, hints)
     budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
               - solver.count_tokens(DECIDE_INSTRUCTION)
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
+              - solver.count_tokens(hints)
               - PROMPT_SLACK_TOKENS)
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,

@@ -121,7 +121,8 @@ def expand(run: Run, round_no: int, query_vec: np.ndarray,
 def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     """The solver's decision on the round's evidence, or ``None`` (with a note) when the
     call fails. ``loop="merit"``: the sufficiency call — enough, else the next search
-    query, shown the queries tried. ``loop="single"``: one call answers and decides; its
+    query, shown the queries tried. ``loop="adaptive"``/``"single"``: one call answers
+    (with keyframes when ``opts.frames``, streamed to ``run.on_token``) and decides; its
     cited note numbers are also given as ``cited_clips``."""
     o = run.opts
     if o.loop == "merit":
@@ -137,7 +138,7 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     run.say(round_no, f"the solver reads {len(packed)} note(s)")
     schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
     try:
-        decision = final_call(run, run.prompt.with_notes(packed, DECIDE_INSTRUCTION), schema)
+        decision = answer_call(run, packed, DECIDE_INSTRUCTION, schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
@@ -213,23 +214,29 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
         packed = run.pack("raw")
     run.progress(f"answering from {len(packed)} note(s)")
     o = run.opts
-    msgs = run.prompt.with_notes(packed, ANSWER_INSTRUCTION)
-    if o.frames:
-        msgs[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"]},
-                               *run.evidence.frame_parts(frames_dir(run.memory.path))]
     schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
     try:
-        try:
-            final = final_call(run, msgs, schema)
-        except ContextOverflowError:
-            if not o.frames:
-                raise
-            run.note.failure("the keyframes did not fit the solver's context; answered from text")
-            final = final_call(run, run.prompt.with_notes(packed, ANSWER_INSTRUCTION), schema)
+        final = answer_call(run, packed, ANSWER_INSTRUCTION, schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None, packed
     return {**final, "cited_clips": cited_clips(final, packed)}, packed
+
+
+def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) -> dict:
+    """A call whose reply answers (:func:`final_call`) over ``packed``, with the anchors'
+    keyframes when ``opts.frames`` — from text alone, with a note, when they overflow the
+    solver's context. Raises :class:`LLMOutputError` / :class:`ContextOverflowError`."""
+    msgs = run.prompt.with_notes(packed, instruction)
+    if not run.opts.frames:
+        return final_call(run, msgs, schema)
+    msgs[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"]},
+                           *run.evidence.frame_parts(frames_dir(run.memory.path))]
+    try:
+        return final_call(run, msgs, schema)
+    except ContextOverflowError:
+        run.note.failure("the keyframes did not fit the solver's context; answered from text")
+        return final_call(run, run.prompt.with_notes(packed, instruction), schema)
 
 
 def what_failed(e: Exception) -> str:
