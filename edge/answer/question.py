@@ -179,7 +179,6 @@ class Run:
     progress: Callable[[str], None]
     started: float
     on_token: Callable[[str], None] | None = None
-    hints: str = ""
     usage_mark: int = 0
     note: Note = field(default_factory=Note)
     evidence: Evidence = field(default_factory=Evidence)
@@ -236,8 +235,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
               - PROMPT_SLACK_TOKENS)
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
-              budget, on_progress or (lambda _line: None), started, on_token, hints.strip(),
-              mark)
+              budget, on_progress or (lambda _line: None), started, on_token, mark)
     run.note.remark(remark)
     return run
 
