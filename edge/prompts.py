@@ -258,9 +258,12 @@ ends the user turn (:data:`ANSWER_INSTRUCTION`, :data:`DECIDE_INSTRUCTION`,
 :data:`SUFFICIENCY_INSTRUCTION`), so consecutive calls of one question share their prefix —
 system prompt, question, notes — and llama.cpp reuses its KV cache for it (issue 12)."""
 
-_CHOICE = """
-For a multiple-choice question, "answer" is the letter of the one best choice and "reason" \
-says in one sentence why."""
+CHOICE_INSTRUCTION = """
+This is a multiple-choice question: "answer" is the letter of the one best choice and \
+"reason" says in one sentence why."""
+"""Added after :data:`DECIDE_INSTRUCTION` / :data:`ANSWER_INSTRUCTION` only for a
+multiple-choice question: said to every question, the 1.5B answered open questions with a
+letter."""
 
 DECIDE_INSTRUCTION = """
 
@@ -268,15 +271,14 @@ Reply with a JSON object:
 - "answer": a direct answer to the question in one or two sentences;
 - "cited": the numbers of the notes the answer relies on;
 - "sufficient": true if the notes contain what the question needs, false otherwise;
-- "search": when not sufficient, a short search query for what is missing; else "".""" \
-    + _CHOICE
+- "search": when not sufficient, a short search query for what is missing; else ""."""
 """One call answers and decides (``loop="single"`` and ``"adaptive"``)."""
 
 ANSWER_INSTRUCTION = """
 
 Reply with a JSON object:
 - "answer": a direct answer to the question in one or two sentences;
-- "cited": the numbers of the notes the answer relies on.""" + _CHOICE
+- "cited": the numbers of the notes the answer relies on."""
 """The final answer call of ``loop="merit"``."""
 
 SUFFICIENCY_INSTRUCTION = """

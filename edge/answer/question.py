@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from edge.errors import AskError
-from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM
+from edge.prompts import CHOICE_INSTRUCTION, DECIDE_INSTRUCTION, SOLVER_SYSTEM
 from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 
@@ -229,7 +229,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
                     "Notes:\n", question, options, hints)
     budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
-              - solver.count_tokens(DECIDE_INSTRUCTION)
+              - solver.count_tokens(DECIDE_INSTRUCTION + CHOICE_INSTRUCTION)
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - solver.count_tokens(hints)
               - PROMPT_SLACK_TOKENS)

@@ -17,6 +17,7 @@ from edge.filtering import filter_neighborhoods
 from edge.prompts import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
+    CHOICE_INSTRUCTION,
     DECIDE_INSTRUCTION,
     SOLVER_SCHEMA,
     SUFFICIENCY_INSTRUCTION,
@@ -138,7 +139,7 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     run.say(round_no, f"the solver reads {len(packed)} note(s)")
     schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
     try:
-        decision = answer_call(run, packed, DECIDE_INSTRUCTION, schema)
+        decision = answer_call(run, packed, DECIDE_INSTRUCTION + choice_words(run), schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
@@ -216,7 +217,7 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
     o = run.opts
     schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
     try:
-        final = answer_call(run, packed, ANSWER_INSTRUCTION, schema)
+        final = answer_call(run, packed, ANSWER_INSTRUCTION + choice_words(run), schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None, packed
@@ -237,6 +238,11 @@ def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) 
     except ContextOverflowError:
         run.note.failure("the keyframes did not fit the solver's context; answered from text")
         return final_call(run, run.prompt.with_notes(packed, instruction), schema)
+
+
+def choice_words(run: Run) -> str:
+    """:data:`~edge.prompts.CHOICE_INSTRUCTION` for a multiple-choice question, else ``""``."""
+    return CHOICE_INSTRUCTION if run.opts.choices else ""
 
 
 def what_failed(e: Exception) -> str:
