@@ -89,7 +89,7 @@ def test_ask_cites_the_clip_where_the_words_were_heard(ingested, hub):
     memory, _, _ = ingested
     with json_calls(hub.llm("solver")) as made:
         result = ask(memory, hub, "What did someone say about drawing?", max_rounds=1,
-                     top_n=2)
+                     top_n=2, loop="merit")
     assert result.moments, "the evidence list is never empty when clips exist"
     assert any("drawing" in m.caption.lower() for m in result.moments[:2])
     assert len(result.rounds) == 1
