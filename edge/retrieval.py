@@ -230,18 +230,7 @@ def spread_anchors(memory: Memory, ranked: Sequence[ScoredClip], top_n: int,
     so ``min(top_n, len(ranked))`` come back."""
     if spread <= 0:
         return list(ranked[:top_n])
-    clips = memory.clips([r.clip_id for r in ranked])
-    kept: list[ScoredClip] = []
-    covered: set[int] = set()
-    for r in ranked:
-        if r.clip_id in covered or r.clip_id not in clips:
-            continue
-        kept.append(r)
-        if len(kept) == top_n:
-            break
-        prev, nxt = memory.neighbors(clips[r.clip_id], spread)
-        covered.update(c.id for c in (*prev, *nxt))
-    return top_up(kept, ranked, top_n)
+    return slot_anchors(memory, [], [], ranked, top_n, spread)
 
 
 def slot_anchors(memory: Memory, lists: Sequence[Sequence[ScoredClip]],

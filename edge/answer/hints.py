@@ -59,15 +59,15 @@ def order_hint(memory: Memory, embedder, question: str, opts: AskOptions,
     if len(labelled) < 2:
         return ""
     vecs = embed_queries(embedder, [text for _, text in labelled])
-    found = []
+    best = {}
     for (label, text), vec in zip(labelled, vecs):
-        best = ranked_in_scope(memory, [text], [vec], opts, scope, 1)
-        if best:
-            clip = memory.clips([best[0].clip_id])[best[0].clip_id]
-            found.append((clip.t_start, label))
-    if len(found) < 2:
+        top = ranked_in_scope(memory, [text], [vec], opts, scope, 1)
+        if top:
+            best[label] = top[0].clip_id
+    if len(best) < 2:
         return ""
-    found.sort()
+    clips = memory.clips(list(set(best.values())))
+    found = sorted((clips[cid].t_start, label) for label, cid in best.items())
     words = ["first", *["then"] * (len(found) - 2), "last"]
     return ("Timeline search, in time order: "
             + "; ".join(f"{w} {label} at {moment(t)}" for w, (t, label) in zip(words, found))

@@ -130,11 +130,16 @@ def round_queries(question: str, opts: AskOptions,
     seen: set[str] = set()
     out = []
     for q in queries:
-        key = " ".join(q.lower().split())
+        key = query_key(q)
         if key and key not in seen:
             seen.add(key)
             out.append(q)
     return out
+
+
+def query_key(query: str) -> str:
+    """``query`` as queries are told apart: lowercased, spacing collapsed."""
+    return " ".join(query.lower().split())
 
 
 def embed_queries(embedder, queries: Sequence[str]) -> list[np.ndarray]:
@@ -192,10 +197,10 @@ def option_query_count(queries: Sequence[str], opts: AskOptions) -> int:
     ``choice_queries``)."""
     if not (opts.choices and opts.choice_queries):
         return 0
-    option_keys = {" ".join(f"{queries[0]} {c}".lower().split()) for c in opts.choices}
+    option_keys = {query_key(f"{queries[0]} {c}") for c in opts.choices}
     n = 0
     for q in reversed(queries[1:]):
-        if " ".join(q.lower().split()) not in option_keys:
+        if query_key(q) not in option_keys:
             break
         n += 1
     return n
