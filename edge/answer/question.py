@@ -104,6 +104,23 @@ def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160
     return f"Summary of {node.day or 'the memory'} so far: {text}\n\n"
 
 
+def unbuilt_note(memory: Memory, scope: TimeWindow) -> str:
+    """The note for a partly built memory: how many clips in ``scope`` still wait for the
+    deferred LLM tier (:mod:`edge.build`: no keys or pyramid yet, so only their caption
+    vector and BM25 find them); ``""`` when none do."""
+    n = memory.backlog(before=scope.end, after=scope.start)["clips"]
+    if not n:
+        return ""
+    total = memory.count_clips(before=scope.end, after=scope.start)
+    return (f"{n} of the {total} clips in scope are not yet built (found by caption and "
+            "BM25 only, without keys or pyramid); `edge build` builds them")
+
+
+def join_notes(*notes: str) -> str:
+    """Non-empty notes joined by ``; ``."""
+    return "; ".join(n for n in notes if n)
+
+
 class Note:
     """The answer's note, by one rule: the latest failure, else the first remark.
 
@@ -236,7 +253,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
-    run.note.remark(remark)
+    run.note.remark(join_notes(remark, unbuilt_note(memory, scope)))
     return run
 
 
