@@ -106,14 +106,16 @@ def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160
 
 def unbuilt_note(memory: Memory, scope: TimeWindow) -> str:
     """The note for a partly built memory: how many clips in ``scope`` still wait for the
-    deferred LLM tier (:mod:`edge.build`: no keys or pyramid yet, so only their caption
-    vector and BM25 find them); ``""`` when none do."""
-    n = memory.backlog(before=scope.end, after=scope.start)["clips"]
-    if not n:
+    deferred LLM tier (:mod:`edge.build`) and what they lack — keys (then only their
+    caption vector and BM25 find them) or only the pyramid; ``""`` when none wait."""
+    b = memory.backlog(before=scope.end, after=scope.start)
+    if not b["clips"]:
         return ""
     total = memory.count_clips(before=scope.end, after=scope.start)
-    return (f"{n} of the {total} clips in scope are not yet built (found by caption and "
-            "BM25 only, without keys or pyramid); `edge build` builds them")
+    lacks = (f"{b['keys']} without keys, found by caption and BM25 only" if b["keys"]
+             else "their keys are in, the pyramid is not")
+    return (f"{b['clips']} of the {total} clips in scope are not yet built ({lacks}); "
+            "`edge build` builds them")
 
 
 def join_notes(*notes: str) -> str:

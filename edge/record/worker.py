@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,6 +74,7 @@ class IngestWorker:
         self.failed = 0
         self.crashed = False
         self.builder = None  # edge.build.Builder, made with the hub on the first build
+        self.build_after = 0.0  # monotonic seconds: no LLM-tier build before (models down)
 
     def pending(self) -> list[Path]:
         """The queue: finished clips in the spool not yet in memory, oldest first."""
@@ -145,7 +147,7 @@ class IngestWorker:
         from edge.errors import MODEL_ERRORS
         from edge.pyramid import PyramidOptions
 
-        items = memory.queued(1)
+        items = memory.queued(1) if time.monotonic() >= self.build_after else []
         if not items:
             return False
         if self.builder is None:
@@ -155,7 +157,9 @@ class IngestWorker:
             self.builder.build_clip(items[0])
         except MODEL_ERRORS as e:
             self.rec.last_error = f"the LLM tier waits for the models: {e}"
-            log.error("cannot build the LLM tier now: %s; the clips stay queued", e)
+            log.error("cannot build the LLM tier now: %s; the clips stay queued (retrying in "
+                      "%.0f s)", e, MODEL_RETRY_SECONDS)
+            self.build_after = time.monotonic() + MODEL_RETRY_SECONDS
             return False
         finally:
             memory.record_calls("record", hub.usage.records[mark:])
