@@ -264,3 +264,32 @@ def test_sigkill_during_edge_build_loses_and_duplicates_nothing(tmp_path, hub):
     assert done.returncode == 0, done.stdout + done.stderr
     with Memory(mem, create=False) as m:
         assert check(m) == 0 and m.stats()["keys"] == 16
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_edge_build_stops_after_the_clip_and_says_what_remains(tmp_path, hub):
+    mem = tmp_path / "m.db"
+    with Memory(mem) as m:
+        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),
+                            deferred=Deferred(pyramid=False))
+    env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
+           "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
+    # a shell running the tests in the background hands its children SIGINT ignored
+    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory",
+                             str(mem), "build"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        with Memory(mem, create=False) as m:
+            if m.db.execute("SELECT count(*) FROM builds").fetchone()[0]:
+                break
+    assert proc.poll() is None, "the build ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)  # mid-clip: that clip is finished, then it stops
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130 and "Traceback" not in out, out
+    with Memory(mem, create=False) as m:
+        built = m.db.execute("SELECT count(*) FROM builds").fetchone()[0]
+        left = len(m.queued())
+    assert built >= 1 and built + left == 4 and f"Stopped: {left} clip(s) remain" in out
