@@ -18,6 +18,7 @@ from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
 from edge.keys import ClipKeys
 from edge.media import shown
 from edge.memory_writer import (
+    Deferred,
     NewClip,
     NewSource,
     SourceResult,
@@ -25,6 +26,7 @@ from edge.memory_writer import (
     register_or_resume,
     write_clip,
     write_clips,
+    write_clips_realtime,
 )
 from edge.pyramid import Pyramid
 from edge.store import Memory
@@ -103,6 +105,7 @@ def ingest_caption_file(
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     pyramid: Pyramid | None = None,
+    deferred: Deferred | None = None,
 ) -> SourceResult:
     """Add the records of a caption file as clips with their four keys and vectors.
 
@@ -118,7 +121,9 @@ def ingest_caption_file(
     With ``pyramid`` (:class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid fact
     nodes, clip node and relational links from one memory-LLM call per clip (the file's keys
     are kept unless ``extract``), and the global nodes are updated every K clips and at the
-    end (:meth:`~edge.pyramid.Pyramid.finalize`).
+    end (:meth:`~edge.pyramid.Pyramid.finalize`). With ``deferred`` only the real-time tier
+    runs (captions and the file's keys embedded in batches, no memory-LLM call) and the
+    LLM work is queued for :mod:`edge.build`; ``pyramid`` is then unused.
     """
     path = Path(path)
     records = read_caption_file(path) if records is None else records
@@ -136,21 +141,34 @@ def ingest_caption_file(
         pending, stored_elsewhere = _unstored(memory, batch, lo, state.done)
         duplicates += stored_elsewhere
         clips = [_new_clip(state.source_id, i, r, extract) for i, r in pending]
-        if pyramid is None:
-            result.clips_added += sum(s.added for s in write_clips(memory, hub, clips))
-            if on_progress:
-                on_progress(len(batch))
-            continue
-        if on_progress and len(batch) > len(clips):  # one clip at a time: each costs calls
-            on_progress(len(batch) - len(clips))
-        for clip in clips:
-            result.clips_added += write_clip(memory, hub, clip, pyramid=pyramid).added
-            if on_progress:
-                on_progress(1)
-    if pyramid is not None:
+        result.clips_added += _write_batch(memory, hub, clips, len(batch), pyramid, deferred,
+                                           on_progress)
+    if pyramid is not None and deferred is None:
         pyramid.finalize()
     _conclude(memory, state.source_id, result, wanted, records, duplicates)
     return result
+
+
+def _write_batch(memory: Memory, hub, clips: list[NewClip], seen: int,
+                 pyramid: Pyramid | None, deferred: Deferred | None,
+                 on_progress: Callable[[int], None] | None) -> int:
+    """Store one batch's new ``clips`` (of ``seen`` records): the real-time tier with
+    ``deferred``, else in one embedder call without ``pyramid``, else clip by clip with it
+    (each costs calls, so progress moves per clip). The clips this call added."""
+    if deferred is not None or pyramid is None:
+        stored = (write_clips_realtime(memory, hub, clips, deferred) if deferred is not None
+                  else write_clips(memory, hub, clips))
+        if on_progress:
+            on_progress(seen)
+        return sum(s.added for s in stored)
+    if on_progress and seen > len(clips):
+        on_progress(seen - len(clips))
+    added = 0
+    for clip in clips:
+        added += write_clip(memory, hub, clip, pyramid=pyramid).added
+        if on_progress:
+            on_progress(1)
+    return added
 
 
 def _unstored(memory: Memory, batch: list[CaptionRecord], first: int,

@@ -109,6 +109,7 @@ def ingest_paths(
     on_progress: Callable[[str, float], None] | None = None,
     on_total: Callable[[float], None] | None = None,
     pyramid=None,
+    deferred=None,
 ) -> IngestReport:
     """Ingest files and folders into ``memory`` using ``hub``'s roles.
 
@@ -125,13 +126,16 @@ def ingest_paths(
     (also when the run stops early), its id in :attr:`IngestReport.run_id`. With ``pyramid``
     (an :class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and
     links, and the global nodes are finalized at the end (charged to ``memory_llm``).
+    With ``deferred`` (:class:`edge.memory_writer.Deferred`) only the real-time tier runs:
+    no memory-LLM call, the LLM work is queued for :mod:`edge.build` (``pyramid`` unused).
     """
     options = options or IngestOptions()
     t0 = time.perf_counter()
     started_at = time.time()
     mark = hub.usage.mark()
     run = IngestRun(memory, hub, options, StageClock(), StartClock(options.start),
-                    on_progress=on_progress, pyramid=pyramid)
+                    on_progress=on_progress, pyramid=None if deferred else pyramid,
+                    deferred=deferred)
     results: list[SourceResult] = []
     status = "failed"
     run_id = None
@@ -141,7 +145,7 @@ def ingest_paths(
             on_total(sum(i.duration for _, i, _ in plan if i is not None))
         for path, info, error in plan:
             results.append(_ingest_planned(run, path, info, error))
-        if pyramid is not None:
+        if run.pyramid is not None:
             with run.stages.stage("memory_llm"):
                 pyramid.finalize()
         status = "done"

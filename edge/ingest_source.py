@@ -14,6 +14,7 @@ from typing import Any
 from edge.config import frames_dir
 from edge.media import MediaInfo, clip_bounds, iter_clips, shown
 from edge.memory_writer import (
+    Deferred,
     NewClip,
     NewSource,
     SourceResult,
@@ -21,6 +22,7 @@ from edge.memory_writer import (
     file_sha256,
     register_or_resume,
     write_clip,
+    write_realtime,
 )
 from edge.perception import save_keyframes, transcribe_source, transcript_for
 from edge.pyramid import Pyramid
@@ -78,7 +80,8 @@ class StartClock:
 @dataclass
 class IngestRun:
     """What the sources of one ingest run share. ``audio_info``: the probed ``--audio``
-    file; ``media_seconds``: footage seconds in the clips added so far."""
+    file; ``media_seconds``: footage seconds in the clips added so far. ``deferred``: the
+    real-time tier only (the LLM work queued, :func:`edge.memory_writer.write_realtime`)."""
 
     memory: Memory
     hub: Any  # models.ModelHub
@@ -87,6 +90,7 @@ class IngestRun:
     start_clock: StartClock
     on_progress: Callable[[str, float], None] | None = None
     pyramid: Pyramid | None = None
+    deferred: Deferred | None = None
     audio_info: MediaInfo | None = None
     media_seconds: float = 0.0
 
@@ -163,7 +167,9 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
     through :func:`edge.memory_writer.write_clip`. Only clips this call stored count."""
     o, stages, name = run.options, run.stages, shown(info.path.name)
     with stages.stage("load"):  # load the models now, not inside the first clip's stages
-        captioner, _, _ = run.hub.captioner, run.hub.llm("memory_llm"), run.hub.embedder
+        captioner, _ = run.hub.captioner, run.hub.embedder
+        if run.deferred is None:  # the real-time tier needs no memory LLM
+            run.hub.llm("memory_llm")
     for span in stages.timed("decode", iter_clips(info, clip_seconds=o.clip_seconds,
                                                   fps=o.fps, warnings=result.warnings)):
         if span.index in state.done or run.memory.has_clip(state.source_id, span.index):
@@ -176,10 +182,14 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
                        t_start=state.t_start + span.start, t_end=state.t_start + span.end,
                        clock=state.clock, caption=cap.text, transcript=transcript,
                        signals=cap.signals)
-        stored = write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
-                            save_keyframes=partial(save_keyframes, span, kf_dir,
-                                                   f"c{span.index:05d}", o.keyframes,
-                                                   o.keyframe_side))
+        keyframes = partial(save_keyframes, span, kf_dir, f"c{span.index:05d}", o.keyframes,
+                            o.keyframe_side)
+        if run.deferred is not None:
+            stored = write_realtime(run.memory, run.hub, clip, run.deferred, stages=stages,
+                                    save_keyframes=keyframes)
+        else:
+            stored = write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
+                                save_keyframes=keyframes)
         if stored.added:  # not when a concurrent ingest stored this clip first
             result.clips_added += 1
             run.media_seconds += span.duration

@@ -12,7 +12,12 @@ clip with :func:`write_clip` (or :func:`write_clips` for a batch):
 - with a :class:`~edge.pyramid.Pyramid`: ONE memory-LLM call for keys, fact nodes and the
   clip node (PyraVid App. B.1), one embedder call for keys, caption and facts, the clip with
   all of them and the hierarchical fact→clip links in one transaction, then the pyramid's
-  relational links and global node (PyraVid App. B.3).
+  relational links and global node (PyraVid App. B.3);
+- the *real-time tier* (:func:`write_realtime`, :func:`write_clips_realtime`; issue 13): no
+  memory-LLM call — the clip, its caption (and transcript) with the caption's 384-d vector,
+  FTS text, entities by rules, and the keys a caption file gives with their vectors — and in
+  the same transaction a ``build_queue`` row for what the deferred LLM tier
+  (:mod:`edge.build`) must still build: the keys when not given, the pyramid when asked.
 """
 
 from __future__ import annotations
@@ -129,6 +134,14 @@ class NewClip:
     keys: ClipKeys | None = None
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """The real-time tier's order: store each clip without a memory-LLM call and queue its
+    LLM work (keys when not given; the pyramid when ``pyramid``) for :mod:`edge.build`."""
+
+    pyramid: bool = True
+
+
 def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a file's bytes (read in 4 MiB blocks): a source's identity."""
     h = hashlib.sha256()
@@ -215,6 +228,60 @@ def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[Stored]:
     width = len(INDEX_TYPES)
     return [_store(memory, c, k, vectors[j * width:(j + 1) * width])
             for j, (c, k) in enumerate(zip(clips, keys))]
+
+
+def realtime_texts(clip: NewClip) -> list[str]:
+    """What the real-time tier embeds for a clip: the caption, then the given keys (in
+    :data:`edge.store.KEY_TYPES` order) when a caption file gave them."""
+    return [clip.caption, *((getattr(clip.keys, k) for k in KEY_TYPES) if clip.keys else ())]
+
+
+def write_realtime(memory: Memory, hub, clip: NewClip, deferred: Deferred, *,
+                   stages: StageClock | None = None,
+                   save_keyframes: Callable[[], list[str]] | None = None) -> Stored:
+    """The real-time tier for one clip (no memory-LLM call): the caption (and given keys)
+    embedded in one embedder call, then the clip with its caption vector, FTS text,
+    entities and its ``build_queue`` row in ONE transaction. ``stages`` is charged
+    ``embed`` and ``store``; ``save_keyframes`` as for :func:`write_clip`. Returns as
+    :func:`write_clip`; raises the embedder's setup errors and the store's write errors."""
+    stages = stages if stages is not None else StageClock()
+    with stages.stage("embed"):
+        vectors = hub.embedder.embed(realtime_texts(clip))
+    with stages.stage("store"):
+        if save_keyframes is not None:
+            clip.keyframes = save_keyframes()
+        return _store_realtime(memory, clip, vectors, deferred)
+
+
+def write_clips_realtime(memory: Memory, hub, clips: Sequence[NewClip],
+                         deferred: Deferred) -> list[Stored]:
+    """:func:`write_realtime` for a batch (caption files): ONE embedder call for every
+    clip's captions and given keys, then each clip in its own transaction."""
+    texts = [realtime_texts(c) for c in clips]
+    vectors = hub.embedder.embed([t for ts in texts for t in ts]) if clips else []
+    out, lo = [], 0
+    for c, ts in zip(clips, texts):
+        out.append(_store_realtime(memory, c, vectors[lo:lo + len(ts)], deferred))
+        lo += len(ts)
+    return out
+
+
+def _store_realtime(memory: Memory, clip: NewClip, vectors: np.ndarray,
+                    deferred: Deferred) -> Stored:
+    """One transaction: the clip with its caption (``vectors[0]``) and given keys
+    (``vectors[1:5]``, :data:`KEY_TYPES` order) and its queue row."""
+    day, day_start = day_of(clip.t_start, clip.clock)
+    rows = {"caption": (clip.caption, "caption")}
+    vecs = {"caption": vectors[0]}
+    if clip.keys is not None:
+        for i, k in enumerate(KEY_TYPES, start=1):
+            rows[k] = (getattr(clip.keys, k), clip.keys.origin)
+            vecs[k] = vectors[i]
+    return Stored(*memory.store_clip(
+        source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
+        day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
+        keyframes=list(clip.keyframes), signals=clip.signals, keys=rows, vectors=vecs,
+        build=(clip.keys is None, deferred.pyramid)))
 
 
 def _keys_of(hub, clip: NewClip) -> ClipKeys:

@@ -13,7 +13,7 @@ def test_help_lists_the_commands(run):
     out = run("--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == [
-        "ask", "backup", "bench", "chat", "doctor", "ingest", "ingest-captions", "models",
+        "ask", "backup", "bench", "build", "chat", "doctor", "ingest", "ingest-captions", "models",
         "record", "search", "stats", "status"]
     out = run("models", "--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]

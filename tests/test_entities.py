@@ -112,8 +112,8 @@ def test_m006_fills_the_index_of_an_older_memory_and_keeps_its_data(tmp_path):
                "'Kettle is boiling', 'file')")
     db.close()
     with Memory(path) as m:
-        assert [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY rowid")
-                ][-1] == "m006_entities"
+        assert "m006_entities" in [r[0] for r in m.db.execute(
+            "SELECT name FROM _migrations ORDER BY rowid")]
         assert m.count_clips() == 2 and m.clips([2])[2].caption == "I wave at Tasha."
         assert [(r.clip_id, r.kind, r.t_start) for r in clips_with(m, "tasha")] == [
             (1, "person", 36000.0), (2, "name", 36030.0)]

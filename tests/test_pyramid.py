@@ -359,7 +359,7 @@ def test_cli_ingest_captions_builds_a_pyramid_and_stats_shows_it(tmp_path):
     mem = str(tmp_path / "cli.db")
     runner = CliRunner()
     r = runner.invoke(main, ["ingest-captions", str(shared(EGOLIFE_DAY1)), "--limit", "2",
-                             "--memory", mem, "--no-links", "--global-every", "2"],
+                             "--memory", mem, "--no-links", "--global-every", "2", "--now"],
                       catch_exceptions=False)
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["stats", "--memory", mem, "--json"], catch_exceptions=False)

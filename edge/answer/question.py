@@ -104,6 +104,25 @@ def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160
     return f"Summary of {node.day or 'the memory'} so far: {text}\n\n"
 
 
+def unbuilt_note(memory: Memory, scope: TimeWindow) -> str:
+    """The note for a partly built memory: how many clips in ``scope`` still wait for the
+    deferred LLM tier (:mod:`edge.build`) and what they lack — keys (then only their
+    caption vector and BM25 find them) or only the pyramid; ``""`` when none wait."""
+    b = memory.backlog(before=scope.end, after=scope.start)
+    if not b["clips"]:
+        return ""
+    total = memory.count_clips(before=scope.end, after=scope.start)
+    lacks = (f"{b['keys']} without keys, found by caption and BM25 only" if b["keys"]
+             else "their keys are in, the pyramid is not")
+    return (f"{b['clips']} of the {total} clips in scope are not yet built ({lacks}); "
+            "`edge build` builds them")
+
+
+def join_notes(*notes: str) -> str:
+    """Non-empty notes joined by ``; ``."""
+    return "; ".join(n for n in notes if n)
+
+
 class Note:
     """The answer's note, by one rule: the latest failure, else the first remark.
 
@@ -236,7 +255,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
-    run.note.remark(remark)
+    run.note.remark(join_notes(remark, unbuilt_note(memory, scope)))
     return run
 
 

@@ -38,7 +38,7 @@ from edge.timeline import TimeWindow
 from models.repeats import norm_words
 
 from .options import AskOptions
-from .question import check_question, resolve_scope
+from .question import check_question, join_notes, resolve_scope, unbuilt_note
 
 DEFAULT_TOP_N = 5
 """Anchors per round when ``AskOptions.top_n`` is ``None`` and no solver is loaded to say
@@ -75,7 +75,9 @@ class FirstRound:
     """Round 1 of a question without the LLM: its ``scope`` (clips ending in
     ``(start, end]``), the ``queries`` searched (question first), their 384-d float32 unit
     vectors ``vecs`` (one per query), the ranked ``anchors`` (best first), a ``note`` when a
-    named time window was dropped, and the milliseconds it took (embedding + search)."""
+    named time window was dropped or clips in scope wait for the LLM tier
+    (:func:`~edge.answer.question.unbuilt_note`), and the milliseconds it took (embedding +
+    search)."""
 
     scope: TimeWindow
     queries: list[str]
@@ -254,7 +256,7 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
     queries = round_queries(question, opts, sub_queries)
     vecs = embed_queries(embedder, queries)
     anchors = round_anchors(memory, queries, vecs, opts, scope, n)
-    return FirstRound(scope, queries, vecs, anchors, note,
+    return FirstRound(scope, queries, vecs, anchors, join_notes(note, unbuilt_note(memory, scope)),
                       round(1000 * (time.perf_counter() - t0), 1))
 
 

@@ -5,11 +5,8 @@
 - :mod:`~edge.cli.options`: the invocation's :class:`~edge.cli.options.State` and the option
   decorators several commands share;
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
-    from edge.cli import ask, backup, bench, ingest, models, record, search, stats
-
-    for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, search.search,
-                    stats.stats, models.models, models.doctor, record.record, record.status,
-                    backup.backup, bench.bench):
+  :mod:`~edge.cli.build` (build: the deferred LLM tier), ask (ask, chat), search, stats,
+  models (models, doctor), record (record, status), backup, bench;
 - :mod:`~edge.cli.render`: everything the commands print.
 - ``__main__``: ``python -m edge.cli``.
 """
@@ -66,11 +63,11 @@ def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:
 
 def _add_commands() -> None:
     """Register every command module's commands on ``main``."""
-    from edge.cli import ask, backup, bench, ingest, models, record, search, stats
+    from edge.cli import ask, backup, bench, build, ingest, models, record, search, stats
 
-    for command in (ingest.ingest, ingest.ingest_captions, ask.ask, ask.chat, search.search,
-                    stats.stats, models.models, models.doctor, record.record, record.status,
-                    backup.backup, bench.bench):
+    for command in (ingest.ingest, ingest.ingest_captions, build.build_command, ask.ask,
+                    ask.chat, search.search, stats.stats, models.models, models.doctor,
+                    record.record, record.status, backup.backup, bench.bench):
         main.add_command(command)
 
 

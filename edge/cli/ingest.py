@@ -64,15 +64,29 @@ def ingest_run(state: State, command: str, unit: str, desc: str) -> Iterator[Ing
         run.usage = run.hub.usage.summary(run.mark)
 
 
-def make_pyramid(memory, hub, pyramid: bool, links: bool, max_candidates: int,
-                 global_every: int):
-    """The :class:`edge.pyramid.Pyramid` builder the pyramid options ask for, or None."""
-    if not pyramid:
-        return None
-    from edge.pyramid import Pyramid, PyramidOptions
+def build_now(run: IngestRun, state: State, command: str, *, links: bool,
+              max_candidates: int, global_every: int) -> str:
+    """After an ingest's real-time tier: build the LLM tier now (:func:`edge.cli.build.
+    build_backlog`, model calls stored under ``command``); the line saying what it built.
+    Ctrl-C (the second one, or the first once the clip in progress is stored) keeps every
+    clip; ``edge build`` resumes."""
+    from edge.cli.build import build_backlog
 
-    return Pyramid(memory, hub, PyramidOptions(links=links, max_candidates=max_candidates,
-                                               global_every=global_every))
+    with open_memory(state, create=False) as memory:
+        if not memory.backlog()["clips"]:
+            return ""
+        report = build_backlog(memory, run.hub, links=links, max_candidates=max_candidates,
+                               global_every=global_every, command=command)
+        run.stats = memory.stats()
+    if report.interrupted:
+        click.echo(render.build_line(report, run.stats["backlog"]), err=True)
+        raise SystemExit(130)
+    return render.build_line(report, run.stats["backlog"])
+
+
+def later_line(stats: dict) -> str:
+    """After ``--later``: what waits for ``edge build`` (empty when nothing does)."""
+    return render.backlog_line(stats["backlog"]) if stats["backlog"]["clips"] else ""
 
 
 def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float) -> None:
@@ -109,12 +123,16 @@ def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float
               help="With --audio: how many seconds after the video's start the audio begins.")
 @json_option("Print a JSON report.")
 @pyramid_options
+@click.option("--later", is_flag=True,
+              help="Only the real-time tier (caption, transcript, caption vector, FTS): the "
+                   "keys and pyramid wait in the memory's queue for `edge build`.")
 @click.pass_obj
 def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path | None,
            audio_offset: float, as_json: bool, pyramid: bool, links: bool,
-           max_candidates: int, global_every: int) -> None:
+           max_candidates: int, global_every: int, later: bool) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
     from edge.ingest import IngestOptions, ingest_paths
+    from edge.memory_writer import Deferred
     from edge.timeline import parse_moment
 
     options = IngestOptions(start=parse_moment(start) if start else None, audio=audio,
@@ -124,15 +142,18 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
         report = ingest_paths(
             run.memory, run.hub, paths, options, on_total=run.on_total,
             on_progress=lambda name, seconds: run.advance(seconds, name),
-            pyramid=make_pyramid(run.memory, run.hub, pyramid, links, max_candidates,
-                                 global_every))
+            deferred=Deferred(pyramid=pyramid))
         run.run_id = report.run_id
     failed = any(r.status == "failed" for r in report.results)
+    built = later_line(run.stats) if later else build_now(
+        run, state, "ingest", links=links, max_candidates=max_candidates,
+        global_every=global_every)
     if as_json:
         render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
                           "memory_stats": run.stats})
     else:
-        render.echo(render.ingest_lines(report, state.memory_path, run.stats))
+        render.echo([*render.ingest_lines(report, state.memory_path, run.stats),
+                     *([built] if built else [])])
     if failed:
         raise SystemExit(1)
 
@@ -146,24 +167,34 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
               help="Only the first N records (a later run without it adds the rest).")
 @json_option("Print a JSON report.")
 @pyramid_options
+@click.option("--later/--now", "later", default=True, show_default=True,
+              help="--later: only the real-time tier (captions, the file's keys, vectors, "
+                   "FTS: enough for `edge ask`); the pyramid (and keys the file lacks) wait "
+                   "for `edge build`. --now: build them too.")
 @click.pass_obj
 def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | None,
                     as_json: bool, pyramid: bool, links: bool, max_candidates: int,
-                    global_every: int) -> None:
+                    global_every: int, later: bool) -> None:
     """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
     from edge.captions import ingest_caption_file, read_caption_file
+    from edge.memory_writer import Deferred
 
     records = read_caption_file(file)  # a bad file fails here, before a memory is created
     t0 = time.perf_counter()
     with ingest_run(state, "ingest-captions", "clips", "captions") as run:
         result = ingest_caption_file(
             run.memory, run.hub, file, records=records, extract=extract_keys, limit=limit,
-            on_total=run.on_total, on_progress=run.advance,
-            pyramid=make_pyramid(run.memory, run.hub, pyramid, links, max_candidates,
-                                 global_every))
+            on_total=run.on_total, on_progress=run.advance, deferred=Deferred(pyramid=pyramid))
+    realtime_seconds = round(time.perf_counter() - t0, 2)
+    built = later_line(run.stats) if later else build_now(
+        run, state, "ingest-captions", links=links,
+        max_candidates=max_candidates, global_every=global_every)
     seconds = round(time.perf_counter() - t0, 2)
     if as_json:
-        render.echo_json({"source": result.__dict__, "seconds": seconds, "usage": run.usage,
+        render.echo_json({"source": result.__dict__, "seconds": seconds,
+                          "realtime_seconds": realtime_seconds, "usage": run.usage,
                           "memory": str(state.memory_path), "memory_stats": run.stats})
         return
     click.echo(render.captions_line(result, file, seconds, state.memory_path, run.stats))
+    if built:
+        click.echo(built)

@@ -57,7 +57,39 @@ def ago(t: float | None) -> str:
     return f"{format_timespan(round(max(0.0, time.time() - t)), max_units=2)} ago"
 
 
-# ---- ingest -------------------------------------------------------------------------------
+def span(seconds: float) -> str:
+    """A duration in words, at most two units: ``2 minutes and 5 seconds``."""
+    from humanfriendly import format_timespan
+
+    return format_timespan(round(max(0.0, seconds)), max_units=2)
+
+
+# ---- ingest and build ---------------------------------------------------------------------
+
+def backlog_line(b: dict) -> str:
+    """The deferred LLM tier's backlog (:meth:`edge.store.Memory.backlog`) in one line."""
+    if not b["clips"]:
+        return "backlog  none: every clip is built"
+    eta = (f"ETA {span(b['eta_seconds'])}" if b["eta_seconds"] is not None
+           else "ETA unknown until a clip is built")
+    return (f"backlog  {b['clips']} clip(s), {b['hours']:.2f} h of footage wait for the LLM "
+            f"tier ({b['keys']} keys, {b['pyramid']} pyramid); {eta}; run `edge build`")
+
+
+def build_line(report, backlog: dict) -> str:
+    """``edge build`` (and the LLM tier of ingest): what was built, what remains."""
+    per = report.as_dict()["seconds_per_clip"]
+    line = (f"built {report.built} clip(s) in {report.seconds:.1f} s"
+            + (f" ({per:.1f} s a clip)" if per is not None else "")
+            + (f"; {report.backfilled} clip(s) queued for the pyramid"
+               if report.backfilled else ""))
+    if report.interrupted:
+        line += f". Stopped: {backlog['clips']} clip(s) remain; `edge build` resumes"
+    elif backlog["clips"]:
+        line += f". {backlog['clips']} clip(s) remain (--limit); `edge build` continues"
+    return line + "."
+
+
 
 def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
     """``edge ingest``: a line per file (and one with its start on the timeline and where
@@ -223,6 +255,7 @@ def stats_lines(s: dict, memory_path: Path) -> list[str]:
         lines.append(f"global node  {day:10} version {g['versions']}, {g['clips']} clips")
     for kind, n in pyr["links"].items():
         lines.append(f"links    {kind:28} {n}")
+    lines.append(backlog_line(s["backlog"]))
     if s["partial_sources"]:
         lines.append(f"partial  {len(s['partial_sources'])} source(s) not finished (run the "
                      "same ingest again to resume): " + ", ".join(s["partial_sources"]))
@@ -320,6 +353,8 @@ def status_lines(s: dict | None, memory_path: Path, stats: dict | None) -> list[
     lines = [f"memory     {memory_path}"
              + (f"  ({stats['clips']} clips, {stats['hours']:.2f} h, last ingest "
                 f"{ago(stats['last_ingest'])})" if stats else "  (not created yet)")]
+    if stats:
+        lines.append(backlog_line(stats["backlog"]))
     if s is None:
         return [*lines, "recorder   has never run for this memory; start it with "
                         "`edge record --camera 0` (or --url URL, --watch DIR)"]

@@ -84,10 +84,20 @@ class Pyramid:
 
     def link_facts(self, facts: Sequence[Fact], vectors: np.ndarray,
                    before: float) -> list[tuple[int, int, str]]:
+        """Judge the candidates of one clip's stored new facts (:meth:`judge_links`) and
+        store the accepted relations (and induced clip links). Returns the accepted
+        ``(fact id, earlier fact id, relation)``."""
+        out = [(a.id, b, r) for a, b, r in self.judge_links(facts, vectors, before)]
+        self.memory.add_relational_links(out)
+        return out
+
+    def judge_links(self, facts: Sequence[Fact], vectors: np.ndarray,
+                    before: float) -> list[tuple[Fact, int, str]]:
         """Judge the candidates of one clip's new facts in ONE call (role
-        ``memory_llm.links``); store the accepted relations (and induced clip links). Returns
-        the accepted ``(fact id, earlier fact id, relation)``. A broken reply after one
-        repair stores nothing and is counted in ``link_failures``."""
+        ``memory_llm.links``), storing nothing; the accepted ``(new fact, earlier fact id,
+        relation)``. The new facts need distinct ``id`` s (stored ones, or temporary
+        negative ones: :mod:`edge.build` stores the links with the clip). A broken reply
+        after one repair accepts nothing and is counted in ``link_failures``."""
         pairs = self.candidates(facts, vectors, before)
         if not pairs:
             return []
@@ -107,15 +117,13 @@ class Pyramid:
         except (LLMOutputError, ContextOverflowError):
             self.counts.link_failures += 1
             return []
-        accepted = {}
+        accepted: dict[tuple[int, int], tuple[Fact, str]] = {}
         for j in obj["judgements"]:
             if j["related"] and 1 <= j["pair"] <= len(pairs):
                 a, b, _ = pairs[j["pair"] - 1]
-                accepted[(a.id, b.id)] = clean_text(j["relation"]) or "related"
-        out = [(a, b, r) for (a, b), r in accepted.items()]
-        self.memory.add_relational_links(out)
-        self.counts.links_accepted += len(out)
-        return out
+                accepted[(a.id, b.id)] = (a, clean_text(j["relation"]) or "related")
+        self.counts.links_accepted += len(accepted)
+        return [(a, b, r) for (_, b), (a, r) in accepted.items()]
 
     # -- global nodes
     def update_global(self, day: str, clips: Sequence | None = None) -> None:

@@ -31,8 +31,8 @@ Modules, in reading order:
 - :mod:`edge.record.segmenter`: one opened source → 30 s clip files (:class:`Segmenter`).
 - :mod:`edge.record.audio`: each clip's audio level and the silence warning
   (:class:`SilenceWatch`).
-- :mod:`edge.record.worker`: the ingestion worker thread, its queue and back-pressure, the
-  session's pyramid (:class:`SessionPyramid`).
+- :mod:`edge.record.worker`: the ingestion worker thread, its queue and back-pressure; the
+  real-time tier per clip, the deferred LLM tier (:mod:`edge.build`) when no clip waits.
 - :mod:`edge.record.status`: the status file (write, :func:`read_status`,
   :func:`recorder_status`).
 - :mod:`edge.record.recorder`: :class:`Recorder` (lock, preflight, recovery, the run loop)
@@ -66,12 +66,12 @@ from edge.record.spool import (
     spool_dir,
 )
 from edge.record.status import read_status, recorder_status, status_path, write_status
-from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker, SessionPyramid
+from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker
 
 __all__ = [
     "CLIP_PREFIX", "CLIP_SUFFIX", "MIN_REPAIR_SECONDS", "MODEL_RETRY_SECONDS", "PART_SUFFIX",
     "RAW_VIDEO_CODECS", "SILENCE_DBFS", "Capture", "CaptureError", "ClipFile", "Deletion",
-    "IngestWorker", "RecordError", "RecordOptions", "Recorder", "Segmenter", "SessionPyramid",
+    "IngestWorker", "RecordError", "RecordOptions", "Recorder", "Segmenter",
     "SilenceWatch", "SourceSpec", "WatchLedger", "audio_level", "clip_name", "clip_start",
     "file_key", "finished_clips", "fits_matroska", "fsync_path", "iso_utc",
     "open_source", "partial_clips", "pick_encoder", "plan_retention", "publish",

@@ -6,10 +6,13 @@ in RAM, so a restart finds the same queue on disk. The queue is bounded by ``max
 a source that can wait (a file, a watched folder) pauses at the bound (back-pressure,
 :meth:`IngestWorker.wait_for_room`); a live source cannot pause and keeps recording.
 
-With ``RecordOptions.pyramid`` each clip also gets its PyraVid facts, clip node and links, as
-``edge ingest`` builds them (one :class:`~edge.pyramid.Pyramid` for the whole session); the
-global nodes are finalized every ``global_every`` clips and when the recording ends, not after
-every clip (:class:`SessionPyramid`).
+Two tiers (issue 13): each clip gets the real-time tier at once (caption, transcript, caption
+vector, FTS; :func:`edge.memory_writer.write_realtime`) and its LLM work — the keys, and with
+``RecordOptions.pyramid`` the PyraVid facts, clip node, links and global updates — is queued
+in the memory and built one clip at a time (:class:`edge.build.Builder`) whenever no clip is
+waiting in the spool, so a slow memory LLM never holds back the real-time tier. The global
+nodes are updated every ``global_every`` clips as they are built and finalized when the
+recording ends with nothing left to build; the backlog drains after the stream ends.
 
 A clip that cannot be read is moved to ``<spool>/failed/``. When the models cannot run
 (weights missing, a remote role unreachable) the clip stays in the spool and is tried again
@@ -21,11 +24,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edge.pyramid import Pyramid
 from edge.record.spool import clip_start, finished_clips
 
 if TYPE_CHECKING:
@@ -70,7 +73,8 @@ class IngestWorker:
         self.ingesting: str | None = None
         self.failed = 0
         self.crashed = False
-        self.pyramid: SessionPyramid | None = None  # built with the hub, when asked for
+        self.builder = None  # edge.build.Builder, made with the hub on the first build
+        self.build_after = 0.0  # monotonic seconds: no LLM-tier build before (models down)
 
     def pending(self) -> list[Path]:
         """The queue: finished clips in the spool not yet in memory, oldest first."""
@@ -108,17 +112,19 @@ class IngestWorker:
         try:
             while True:
                 queue = self.pending()
-                if rec.stop.is_set() or (not queue and rec.capture_done.is_set()):
+                if rec.stop.is_set():
                     return
                 if not queue:
+                    if hub is not None and self._build_next(memory, hub):
+                        continue  # slack: one clip of the LLM tier, then look again
+                    if rec.capture_done.is_set():
+                        return
                     self.wake.wait(rec.options.poll)
                     self.wake.clear()
                     continue
                 if hub is None:
                     memory = Memory(rec.memory_path, create=True)
                     hub = rec.hub_factory()
-                    if rec.options.pyramid is not None:
-                        self.pyramid = SessionPyramid(memory, hub, rec.options.pyramid)
                 if not self._ingest_next(memory, hub, queue[0]):
                     return
         except Exception as e:  # the memory is unusable: stop recording rather than pile up
@@ -133,16 +139,41 @@ class IngestWorker:
                     self._finalize(memory, hub)
                 memory.close()
 
+    def _build_next(self, memory, hub) -> bool:
+        """Build the first clip of the memory's LLM queue (:class:`edge.build.Builder`);
+        its model calls are recorded under ``record``. False when nothing is queued or the
+        models cannot run now (logged; the clip stays queued)."""
+        from edge.build import Builder
+        from edge.errors import MODEL_ERRORS
+        from edge.pyramid import PyramidOptions
+
+        items = memory.queued(1) if time.monotonic() >= self.build_after else []
+        if not items:
+            return False
+        if self.builder is None:
+            self.builder = Builder(memory, hub, self.rec.options.pyramid or PyramidOptions())
+        mark = len(hub.usage.records)
+        try:
+            self.builder.build_clip(items[0])
+        except MODEL_ERRORS as e:
+            self.rec.last_error = f"the LLM tier waits for the models: {e}"
+            log.error("cannot build the LLM tier now: %s; the clips stay queued (retrying in "
+                      "%.0f s)", e, MODEL_RETRY_SECONDS)
+            self.build_after = time.monotonic() + MODEL_RETRY_SECONDS
+            return False
+        finally:
+            memory.record_calls("record", hub.usage.records[mark:])
+        return True
+
     def _finalize(self, memory, hub) -> None:
-        """Integrate the clips stored since the last finalize into the global nodes (see
-        :meth:`SessionPyramid.finalize_now`); its model calls are recorded under ``record``.
-        Errors are logged, never raised (the clips themselves are stored)."""
-        p = self.pyramid
-        if p is None or p.waiting == 0:
+        """End of the recording: when nothing is left to build, integrate the built clips
+        into the global nodes (:meth:`edge.build.Builder.finish`); its model calls are
+        recorded under ``record``. Errors are logged, never raised (the clips are stored)."""
+        if self.builder is None:
             return
         mark = len(hub.usage.records)
         try:
-            p.finalize_now()
+            self.builder.finish()
         except Exception as e:  # noqa: BLE001 (the next finalize integrates them)
             log.error("could not update the global nodes: %s: %s", e.__class__.__name__, e)
         finally:
@@ -165,10 +196,6 @@ class IngestWorker:
             self.ingesting = None
         if done.ok:
             self._stored(clip, done)
-            if self.pyramid is not None:
-                self.pyramid.waiting += done.clips_added
-                if self.pyramid.waiting >= self.pyramid.options.global_every:
-                    self._finalize(memory, hub)
         else:
             self._move_to_failed(clip, done.message)
         return True
@@ -178,13 +205,15 @@ class IngestWorker:
         raised."""
         from edge.ingest import IngestOptions, ingest_paths
         from edge.media import MediaError, probe
+        from edge.memory_writer import Deferred
 
         try:
             info = probe(clip)
             opts = IngestOptions(start=clip_start(clip),
                                  clip_seconds=max(self.rec.options.clip_seconds,
                                                   info.duration + 1.0))
-            report = ingest_paths(memory, hub, [clip], opts, pyramid=self.pyramid)
+            report = ingest_paths(memory, hub, [clip], opts, deferred=Deferred(
+                pyramid=self.rec.options.pyramid is not None))
         except MediaError as e:
             return _Ingested(False, str(e))
         result = report.results[0]
@@ -217,26 +246,3 @@ class IngestWorker:
         failed.mkdir(exist_ok=True)
         os.replace(clip, failed / clip.name)
         log.error("could not ingest %s (%s); moved it to %s", clip.name, message, failed)
-
-
-class SessionPyramid(Pyramid):
-    """The :class:`~edge.pyramid.Pyramid` of one recording session.
-
-    :func:`edge.ingest.ingest_paths` finalizes its pyramid at the end of every call, which
-    for the recorder is every clip (two more memory-LLM calls per clip); here that
-    :meth:`finalize` is a no-op and the worker calls :meth:`finalize_now` every
-    ``global_every`` clips (``waiting`` counts them) and when the recording ends.
-    """
-
-    def __init__(self, memory, hub, options) -> None:
-        super().__init__(memory, hub, options)
-        self.waiting = 0  # clips stored since the last finalize_now
-
-    def finalize(self) -> None:
-        """Deferred: see :meth:`finalize_now`."""
-
-    def finalize_now(self) -> None:
-        """The pyramid's end of run (:meth:`edge.pyramid.Pyramid.finalize`): waiting clips
-        into their day's global node, then the overall node."""
-        super().finalize()
-        self.waiting = 0

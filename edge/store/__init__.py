@@ -11,18 +11,20 @@ The package, in reading order:
 
 - ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
   GlobalNode, Link).
-- ``schema``: ``connect``, the write transaction, the migrations m001–m006,
+- ``schema``: ``connect``, the write transaction, the migrations m001–m007,
   ``sqlite_versions`` (for ``edge doctor``).
 - ``memory``: :class:`Memory`, the façade; it inherits the methods below.
 - ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``text`` (BM25),
   ``graph`` (the pyramid), ``entities`` (the entity-time index: people, objects, places
-  per clip with its times), ``accounting`` (calls, runs, stats).
+  per clip with its times), ``queue`` (the deferred LLM tier's work per clip and the build
+  log), ``accounting`` (calls, runs, stats).
 - ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query.
 """
 
 from edge.errors import StoreError
 from edge.store.entities import EntityRow
 from edge.store.memory import Memory, same_file, write_error
+from edge.store.queue import BuildResult, QueueItem
 from edge.store.records import (
     EMBED_DIM,
     INDEX_TYPES,
@@ -48,7 +50,9 @@ __all__ = [
     "Fact",
     "GlobalNode",
     "Link",
+    "BuildResult",
     "Memory",
+    "QueueItem",
     "Source",
     "StoreError",
     "apply_migrations",

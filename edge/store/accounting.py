@@ -77,7 +77,8 @@ class Accounting:
         """Counts: ``sources``, ``clips``, ``keys`` (not caption vectors), ``hours`` covered,
         ``days``, ``first``/``last`` (timeline seconds), ``last_ingest`` (Unix time of the
         last source registered or clip stored),
-        ``partial_sources`` (paths not ``done``) and ``pyramid`` (:meth:`pyramid_stats`)."""
+        ``partial_sources`` (paths not ``done``), ``pyramid`` (:meth:`pyramid_stats`) and
+        ``backlog`` (the deferred LLM tier's: :meth:`~edge.store.queue.BuildQueue.backlog`)."""
         q = self.db.execute
         n_clips, secs, first, last = q(
             "SELECT count(*), coalesce(sum(t_end - t_start), 0), min(t_start), max(t_end)"
@@ -95,4 +96,5 @@ class Accounting:
             "partial_sources": [r[0] for r in q(
                 "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
             "pyramid": self.pyramid_stats(),
+            "backlog": self.backlog(),
         }

@@ -120,6 +120,7 @@ class ClipStore:
         facts: Sequence[Fact] = (),
         fact_vectors: np.ndarray | None = None,
         clip_node: tuple[str, str, str] | None = None,
+        build: tuple[bool, bool] = (False, False),
     ) -> tuple[int, bool]:
         """Store one clip with its keys and key vectors in ONE transaction; returns its id
         and whether this call stored it.
@@ -134,7 +135,9 @@ class ClipStore:
         ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
         hierarchical fact→clip link each; each ``Fact`` gets its ``id``/``clip_id``) and
         ``clip_node = (summary, scene, origin)``. The clip's entities (people, objects,
-        places: :mod:`edge.store.entities`) are indexed in the same transaction. Raises
+        places: :mod:`edge.store.entities`) are indexed in the same transaction. ``build``:
+        ``(keys, pyramid)`` still to build by the deferred LLM tier, queued in the same
+        transaction (:mod:`edge.store.queue`; the real-time tier). Raises
         ``ValueError`` (nothing stored) when a vector has the wrong shape.
         """
         with self._write():
@@ -159,6 +162,7 @@ class ClipStore:
             index_clip_entities(self.db, clip_id, t_start, t_end, caption, transcript,
                                 {k: t for k, (t, _) in keys.items()},
                                 [n for f in facts for n in f.names])
+            self._enqueue(clip_id, *build)
             return clip_id, True
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],

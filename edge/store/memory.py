@@ -14,6 +14,7 @@ from edge.store.accounting import Accounting
 from edge.store.clips import ClipStore
 from edge.store.entities import EntityIndex
 from edge.store.graph import Graph
+from edge.store.queue import BuildQueue
 from edge.store.schema import apply_migrations, connect, write_transaction
 from edge.store.text import TextIndex
 from edge.store.vectors import VectorIndex
@@ -36,7 +37,7 @@ def same_file(a: Path, b: Path) -> bool:
     return a.exists() and b.exists() and os.path.samefile(a, b)
 
 
-class Memory(ClipStore, VectorIndex, TextIndex, Graph, EntityIndex, Accounting):
+class Memory(ClipStore, VectorIndex, TextIndex, Graph, EntityIndex, BuildQueue, Accounting):
     """An open memory file. Use as a context manager or call :meth:`close`.
 
     Opening applies pending migrations (:data:`~edge.store.MIGRATIONS`). Raises
@@ -46,7 +47,8 @@ class Memory(ClipStore, VectorIndex, TextIndex, Graph, EntityIndex, Accounting):
     Methods by module: sources and clips (:mod:`~edge.store.clips`), KNN over key and fact
     vectors (:mod:`~edge.store.vectors`), BM25 (:mod:`~edge.store.text`), the PyraVid
     pyramid (:mod:`~edge.store.graph`), the entity-time index (:mod:`~edge.store.entities`),
-    calls, runs and stats (:mod:`~edge.store.accounting`).
+    the deferred LLM tier's queue (:mod:`~edge.store.queue`), calls, runs and stats
+    (:mod:`~edge.store.accounting`).
     """
 
     def __init__(self, path: Path, *, create: bool = True) -> None:

@@ -197,6 +197,24 @@ _M006_ENTITIES = """
         CREATE INDEX entities_by_clip ON entities(clip_id);
         """
 
+_M007_BUILD_QUEUE = """
+        CREATE TABLE build_queue(
+            clip_id INTEGER PRIMARY KEY REFERENCES clips(id),
+            keys INTEGER NOT NULL,            -- 1: the four MERIT keys are still to extract
+            pyramid INTEGER NOT NULL,         -- 1: facts, clip node, links, global updates
+            enqueued_at REAL NOT NULL         -- Unix seconds
+        );
+        CREATE TABLE builds(
+            id INTEGER PRIMARY KEY,
+            clip_id INTEGER NOT NULL REFERENCES clips(id),
+            keys INTEGER NOT NULL,            -- what this build did (as in build_queue)
+            pyramid INTEGER NOT NULL,
+            seconds REAL NOT NULL,            -- wall seconds of the clip's LLM tier
+            built_at REAL NOT NULL            -- Unix seconds
+        );
+        CREATE INDEX builds_by_clip ON builds(clip_id);
+        """
+
 
 # ---- the migrations ----------------------------------------------------------------------
 
@@ -243,6 +261,14 @@ def _m006_entities(db) -> None:
     fill_entities(db)
 
 
+def _m007_build_queue(db) -> None:
+    """Two tiers of memory construction (issue 13): ``build_queue`` holds, per clip stored
+    by the real-time tier, the LLM work still to do (keys, pyramid); ``builds`` records
+    each clip's build and its wall seconds (for the ETA). Clips stored before this
+    migration were built in full and are not queued."""
+    db.execute(_M007_BUILD_QUEUE)
+
+
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
@@ -250,6 +276,7 @@ MIGRATIONS: list[tuple[str, Callable]] = [
     ("m004_runs", _m004_runs),
     ("m005_clip_added_at", _m005_clip_added_at),
     ("m006_entities", _m006_entities),
+    ("m007_build_queue", _m007_build_queue),
 ]
 """``(name, step)`` in order; a step takes an apsw connection. Append only."""
 

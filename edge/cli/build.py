@@ -1,0 +1,112 @@
+"""``edge build``: the deferred LLM tier (:mod:`edge.build`) on demand — keys and the PyraVid
+pyramid for the clips the real-time tier queued, with a progress bar and ETA, resumable and
+Ctrl-C safe (the first Ctrl-C stops after the clip being built). ``edge ingest`` and
+``edge ingest-captions`` call :func:`build_backlog` after their real-time tier unless
+``--later``."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from edge.cli import render
+from edge.cli.options import State, json_option, memory_options, open_memory
+
+
+class StopAfterClip:
+    """While active, the first SIGINT (Ctrl-C) only asks the build to stop after the clip
+    in progress (``requested``); a second one interrupts at once (``KeyboardInterrupt``;
+    the clip in progress is rolled back, nothing is lost)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def _handle(self, _signum, _frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        click.echo("\nStopping after the clip being built (Ctrl-C again to stop now).",
+                   err=True)
+
+    @contextmanager
+    def active(self) -> Iterator[StopAfterClip]:
+        """Install the handler (main thread only; elsewhere Ctrl-C keeps its default)."""
+        try:
+            previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not the main thread
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
+                  max_candidates: int = 6, global_every: int = 20,
+                  limit: int | None = None, command: str = "build"):
+    """Run :func:`edge.build.build` on ``memory`` with a progress bar (clips, with tqdm's
+    ETA) and Ctrl-C stopping after the current clip; the model calls are stored under
+    ``command``. Returns the :class:`edge.build.BuildReport`."""
+    from edge.build import build
+    from edge.pyramid import PyramidOptions
+
+    bar = None
+    mark = hub.usage.mark()
+
+    def on_total(n: int) -> None:
+        nonlocal bar
+        if n:
+            eta = memory.backlog()["eta_seconds"]
+            if eta:
+                click.echo(f"building {n} clip(s); previous builds give ETA "
+                           f"{render.span(eta)}", err=True)
+            bar = render.progress_bar(n, "clips", "build")
+
+    stopper = StopAfterClip()
+    try:
+        with stopper.active():
+            return build(memory, hub, pyramid=pyramid, limit=limit, on_total=on_total,
+                         on_clip=lambda _s: bar.update(1) if bar is not None else None,
+                         stop=lambda: stopper.requested,
+                         options=PyramidOptions(links=links, max_candidates=max_candidates,
+                                                global_every=global_every))
+    finally:
+        if bar is not None:
+            bar.close()
+        memory.record_calls(command, hub.usage.records[mark:])
+
+
+@click.command("build")
+@memory_options
+@click.option("--pyramid", is_flag=True,
+              help="Also queue the PyraVid pyramid of every clip that has none (backfills a "
+                   "memory made with --no-pyramid), then build.")
+@click.option("--links/--no-links", "links", default=True, show_default=True,
+              help="Judge relational fact links (one more call per clip with candidates).")
+@click.option("--max-candidates", type=click.IntRange(1, 30), default=6, show_default=True,
+              help="Fact pairs judged per clip (relational links).")
+@click.option("--global-every", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Clips per update of a day's global node (K).")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Build at most N clips (in clip order); the rest stay queued.")
+@json_option("Print a JSON report.")
+@click.pass_obj
+def build_command(state: State, pyramid: bool, links: bool, max_candidates: int,
+                  global_every: int, limit: int | None, as_json: bool) -> None:
+    """Build the LLM tier (keys, pyramid) of the clips ingest queued; resumable."""
+    with open_memory(state, create=False) as memory:
+        report = build_backlog(memory, state.hub(), pyramid=pyramid, links=links,
+                               max_candidates=max_candidates, global_every=global_every,
+                               limit=limit)
+        backlog = memory.backlog()
+    if as_json:
+        render.echo_json({**report.as_dict(), "backlog": backlog,
+                          "memory": str(state.memory_path)})
+    else:
+        click.echo(render.build_line(report, backlog))
+    if report.interrupted:
+        raise SystemExit(130)
