@@ -63,7 +63,7 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
         "max_rounds": 5, "key_types": INDEX_TYPES, "retrieval": "hybrid", "loop": "adaptive",
         "decompose": False, "fusion": "rrf", "rrf_k": 60, "choices": None,
         "choice_queries": True, "choice_slots": True, "spread": 2, "split_events": True,
-        "aggregate": False, "day_part": "wide", "distill_tokens": 500, "hints": True,
+        "aggregate": False, "day_part": "wide", "distill_tokens": 800, "hints": True,
         "neighbor_filter": False, "pyramid": None, "frames": None, "answer_tokens": 300,
         "anchor_tokens": 300, "neighbor_tokens": 100}
 

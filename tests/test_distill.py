@@ -106,7 +106,7 @@ def test_the_answer_survives_a_budget_far_below_the_clips(records, hub):
     ("H1-036", 285, 284, "Shure says, “Yeah, I need to defend my thesis tomorrow morning.”"),
     ("H1-053", 430, 428, "Shure says, “We bought two hot pot soup bases.”"),
 ])
-def test_dev_answers_survive_500_tokens_of_25_clips(records, hub, question_id, target, anchor,
+def test_dev_answers_survive_800_tokens_of_25_clips(records, hub, question_id, target, anchor,
                                                     answer):
     """Real dev questions: the answer clip is a neighbor of a retrieved anchor, among four
     distractor neighborhoods (25 clips, ~4,000 tokens of captions)."""
@@ -117,7 +117,7 @@ def test_dev_answers_survive_500_tokens_of_25_clips(records, hub, question_id, t
     packed = ev.pack(solver, 10_000, anchor_tokens=300, neighbor_tokens=100,
                      distiller=Distiller(hub.embedder, q["question"], _options(q)))
     assert answer in _kept(packed)
-    assert _cost(solver, packed) <= 500 < sum(solver.count_tokens(it.clip.caption)
+    assert _cost(solver, packed) <= 800 < sum(solver.count_tokens(it.clip.caption)
                                               for it in ev.items.values())
 
 

@@ -38,7 +38,7 @@ from models.repeats import norm_words as words
 
 from .citations import content_stems
 
-DEFAULT_BUDGET = 500
+DEFAULT_BUDGET = 800
 """Tokens of distilled notes a final answer reads (overhead included)."""
 
 GAP = " … "

@@ -68,9 +68,7 @@ class AskOptions:
             0.870 with the options; ``aggregate`` and ``soft`` did not pay there.
         distill_tokens: the most tokens of evidence an ``adaptive`` call reads: the
             sentences of the evidence clips closest to the question and its options, by
-            embedding and word overlap, no LLM call (:mod:`edge.answer.distill`). 500:
-            on 40 hard dev questions the 1.5B answered as well from 500 tokens as from 800
-            (0.575 vs 0.55) and read 743 tokens instead of 1,043 per question.
+            embedding and word overlap, no LLM call (:mod:`edge.answer.distill`).
         hints: hand the solver what the timeline says after the notes, no LLM call
             (:mod:`edge.answer.hints`): for a counting question the matching episodes
             with their times; for a before/after/first/last question the time of each
@@ -106,7 +104,7 @@ class AskOptions:
     split_events: bool = True
     aggregate: bool = False
     day_part: str = "wide"
-    distill_tokens: int = 500
+    distill_tokens: int = 800
     hints: bool = True
     neighbor_filter: bool = False
     pyramid: bool | None = None

@@ -122,7 +122,7 @@ def rounds_option(help: str = "Most retrieval rounds R."):
 
 
 def loop_option(help: str = "adaptive: one call per round answers and decides over the "
-                            "evidence distilled to ~500 tokens (one call when round 1 "
+                            "evidence distilled to ~800 tokens (one call when round 1 "
                             "suffices); merit: per round a neighbor-filtering call and a "
                             "sufficiency call, then one answer call; single: as adaptive "
                             "over the captions as they are."):
