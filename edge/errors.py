@@ -40,6 +40,11 @@ class RecordError(EdgeError):
     """The recorder cannot start (disk below the floor, another recorder, bad source)."""
 
 
+class BuildBusyError(EdgeError):
+    """Another process (an ``edge build``, an ingest building its LLM tier, a recorder)
+    holds the memory's build lock; the clips stay queued."""
+
+
 class StoreError(EdgeError):
     """The memory file cannot be opened or written; the message says what to do."""
 
@@ -62,6 +67,7 @@ __all__ = [
     "USER_ERRORS",
     "AskError",
     "BenchError",
+    "BuildBusyError",
     "CaptionFileError",
     "CaptureError",
     "EdgeError",

@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 
+from edge.buildlock import build_lock, lock_path
 from edge.captions import ingest_caption_file
 from edge.config import models_dir
 from edge.memory_writer import Deferred
@@ -176,6 +177,24 @@ def test_stats_and_status_show_the_backlog_and_its_eta(tmp_path, run):
     assert (s["clips"], s["pyramid"], s["eta_seconds"]) == (2, 2, 80.0)
     assert "backlog  2 clip(s)" in run("--memory", mem, "status").output
     assert "ETA 1 minute and 20 seconds" in run("--memory", mem, "stats").output
+
+
+def test_a_second_builder_of_the_same_memory_is_refused_and_builds_nothing(tmp_path, run):
+    """Two builds at once both ran the LLM for every clip and integrated the day twice
+    (a global node counting 12 clips of a 6-clip memory): one builder per memory."""
+    mem = tmp_path / "m.db"
+    with Memory(mem) as m:
+        add_clips(m, 2)
+        m.enqueue_pyramid_backfill()
+    with build_lock(mem):  # as a running `edge build` (or recorder) holds it
+        r = run("--memory", mem, "build")
+    assert r.exit_code == 1, r.output
+    assert "another process" in r.output and "the clips stay queued" in r.output
+    with Memory(mem, create=False) as m:
+        assert len(m.queued()) == 2 and not m.call_totals()
+    assert lock_path(mem).exists()  # released: the next build may take it
+    with build_lock(mem):
+        pass
 
 
 def test_ingest_captions_later_leaves_the_queue_full(tmp_path, run):

@@ -114,7 +114,8 @@ def unbuilt_note(memory: Memory, scope: TimeWindow) -> str:
     total = memory.count_clips(before=scope.end, after=scope.start)
     lacks = (f"{b['keys']} without keys, found by caption and BM25 only" if b["keys"]
              else "their keys are in, the pyramid is not")
-    return (f"{b['clips']} of the {total} clips in scope are not yet built ({lacks}); "
+    verb = "is" if b["clips"] == 1 else "are"
+    return (f"{b['clips']} of the {total} clips in scope {verb} not yet built ({lacks}); "
             "`edge build` builds them")
 
 

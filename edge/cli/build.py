@@ -49,9 +49,11 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
                   max_candidates: int = 6, global_every: int = 20,
                   limit: int | None = None, command: str = "build"):
     """Run :func:`edge.build.build` on ``memory`` with a progress bar (clips, with tqdm's
-    ETA) and Ctrl-C stopping after the current clip; the model calls are stored under
-    ``command``. Returns the :class:`edge.build.BuildReport`."""
+    ETA) and Ctrl-C stopping after the current clip, holding the memory's build lock; the
+    model calls are stored under ``command``. Returns the :class:`edge.build.BuildReport`.
+    Raises :class:`~edge.errors.BuildBusyError` when another process builds the memory."""
     from edge.build import build
+    from edge.buildlock import build_lock
     from edge.pyramid import PyramidOptions
 
     bar = None
@@ -68,7 +70,7 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
 
     stopper = StopAfterClip()
     try:
-        with stopper.active():
+        with build_lock(memory.path), stopper.active():  # one builder per memory
             return build(memory, hub, pyramid=pyramid, limit=limit, on_total=on_total,
                          on_clip=lambda _s: bar.update(1) if bar is not None else None,
                          stop=lambda: stopper.requested,

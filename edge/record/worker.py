@@ -141,10 +141,12 @@ class IngestWorker:
 
     def _build_next(self, memory, hub) -> bool:
         """Build the first clip of the memory's LLM queue (:class:`edge.build.Builder`);
-        its model calls are recorded under ``record``. False when nothing is queued or the
-        models cannot run now (logged; the clip stays queued)."""
+        its model calls are recorded under ``record``. False when nothing is queued, another
+        process holds the memory's build lock (:mod:`edge.buildlock`) or the models cannot
+        run now (logged; the clip stays queued)."""
         from edge.build import Builder
-        from edge.errors import MODEL_ERRORS
+        from edge.buildlock import build_lock
+        from edge.errors import MODEL_ERRORS, BuildBusyError
         from edge.pyramid import PyramidOptions
 
         items = memory.queued(1) if time.monotonic() >= self.build_after else []
@@ -154,7 +156,12 @@ class IngestWorker:
             self.builder = Builder(memory, hub, self.rec.options.pyramid or PyramidOptions())
         mark = len(hub.usage.records)
         try:
-            self.builder.build_clip(items[0])
+            with build_lock(memory.path):  # an `edge build` may be building this memory
+                self.builder.build_clip(items[0])
+        except BuildBusyError as e:
+            log.info("%s (retrying in %.0f s)", e, MODEL_RETRY_SECONDS)
+            self.build_after = time.monotonic() + MODEL_RETRY_SECONDS
+            return False
         except MODEL_ERRORS as e:
             self.rec.last_error = f"the LLM tier waits for the models: {e}"
             log.error("cannot build the LLM tier now: %s; the clips stay queued (retrying in "
@@ -171,9 +178,12 @@ class IngestWorker:
         recorded under ``record``. Errors are logged, never raised (the clips are stored)."""
         if self.builder is None:
             return
+        from edge.buildlock import build_lock
+
         mark = len(hub.usage.records)
         try:
-            self.builder.finish()
+            with build_lock(memory.path, wait=60):  # after a running `edge build`
+                self.builder.finish()
         except Exception as e:  # noqa: BLE001 (the next finalize integrates them)
             log.error("could not update the global nodes: %s: %s", e.__class__.__name__, e)
         finally:
