@@ -197,6 +197,14 @@ def test_a_second_builder_of_the_same_memory_is_refused_and_builds_nothing(tmp_p
         pass
 
 
+def test_build_says_when_there_is_nothing_to_build(tmp_path, run):
+    mem = tmp_path / "m.db"
+    with Memory(mem) as m:
+        add_clips(m, 2)
+    r = run("--memory", mem, "build")
+    assert r.exit_code == 0 and "Nothing to build: every clip of the memory is built." in r.output
+
+
 def test_ingest_captions_later_leaves_the_queue_full(tmp_path, run):
     src = _caption_file(tmp_path / "caps.json")
     mem = tmp_path / "m.db"

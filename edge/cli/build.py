@@ -62,7 +62,9 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
     def on_total(n: int) -> None:
         nonlocal bar
         if n:
-            eta = memory.backlog()["eta_seconds"]
+            b = memory.backlog()  # its ETA is the whole queue's; this run builds n clips
+            eta = b["eta_seconds"] * min(n, b["clips"]) / b["clips"] if b["eta_seconds"] \
+                else None
             if eta:
                 click.echo(f"building {n} clip(s); previous builds give ETA "
                            f"{render.span(eta)}", err=True)

@@ -79,6 +79,8 @@ def backlog_line(b: dict) -> str:
 def build_line(report, backlog: dict) -> str:
     """``edge build`` (and the LLM tier of ingest): what was built, what remains."""
     per = report.as_dict()["seconds_per_clip"]
+    if not (report.built or report.backfilled or report.interrupted or backlog["clips"]):
+        return "Nothing to build: every clip of the memory is built."
     line = (f"built {report.built} clip(s) in {report.seconds:.1f} s"
             + (f" ({per:.1f} s a clip)" if per is not None else "")
             + (f"; {report.backfilled} clip(s) queued for the pyramid"
@@ -86,9 +88,8 @@ def build_line(report, backlog: dict) -> str:
     if report.interrupted:
         line += f". Stopped: {backlog['clips']} clip(s) remain; `edge build` resumes"
     elif backlog["clips"]:
-        line += f". {backlog['clips']} clip(s) remain (--limit); `edge build` continues"
+        line += f". {backlog['clips']} clip(s) remain; `edge build` continues"
     return line + "."
-
 
 
 def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
