@@ -68,7 +68,7 @@ class Builder:
         seconds, or ``None`` when another process built it meanwhile (nothing written).
         Raises the models' setup errors and the store's write errors (nothing written)."""
         t0 = time.perf_counter()
-        clip = self.memory.clips([item.clip_id], with_keys=True)[item.clip_id]
+        clip = self.memory.clips([item.clip_id])[item.clip_id]  # keys: _stored_keys
         given = None if item.keys else self._stored_keys(item.clip_id)
         need_keys = given is None
         llm = self.hub.llm("memory_llm")

@@ -141,6 +141,11 @@ class Deferred:
 
     pyramid: bool = True
 
+    def work(self, clip: NewClip) -> tuple[bool, bool]:
+        """What the LLM tier must build for ``clip``: ``(keys, pyramid)`` — the keys when
+        no caption file gave them."""
+        return clip.keys is None, self.pyramid
+
 
 def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a file's bytes (read in 4 MiB blocks): a source's identity."""
@@ -181,10 +186,11 @@ def register_or_resume(memory: Memory, sha256: str,
                        start_from=new.start_from, placed_after=new.placed_after)
 
 
-def index_texts(keys: ClipKeys, caption: str) -> list[str]:
+def index_texts(keys: ClipKeys | None, caption: str) -> list[str]:
     """The texts a clip is indexed by, in :data:`edge.store.INDEX_TYPES` order (the four
-    keys, then the caption)."""
-    return [*(getattr(keys, k) for k in KEY_TYPES), caption]
+    keys, then the caption); only the caption while the clip has no keys yet (the
+    real-time tier of a clip whose keys the LLM tier will build)."""
+    return [*((getattr(keys, k) for k in KEY_TYPES) if keys is not None else ()), caption]
 
 
 def write_clip(memory: Memory, hub, clip: NewClip, *, pyramid: Pyramid | None = None,
@@ -230,12 +236,6 @@ def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[Stored]:
             for j, (c, k) in enumerate(zip(clips, keys))]
 
 
-def realtime_texts(clip: NewClip) -> list[str]:
-    """What the real-time tier embeds for a clip: the caption, then the given keys (in
-    :data:`edge.store.KEY_TYPES` order) when a caption file gave them."""
-    return [clip.caption, *((getattr(clip.keys, k) for k in KEY_TYPES) if clip.keys else ())]
-
-
 def write_realtime(memory: Memory, hub, clip: NewClip, deferred: Deferred, *,
                    stages: StageClock | None = None,
                    save_keyframes: Callable[[], list[str]] | None = None) -> Stored:
@@ -246,42 +246,25 @@ def write_realtime(memory: Memory, hub, clip: NewClip, deferred: Deferred, *,
     :func:`write_clip`; raises the embedder's setup errors and the store's write errors."""
     stages = stages if stages is not None else StageClock()
     with stages.stage("embed"):
-        vectors = hub.embedder.embed(realtime_texts(clip))
+        vectors = hub.embedder.embed(index_texts(clip.keys, clip.caption))
     with stages.stage("store"):
         if save_keyframes is not None:
             clip.keyframes = save_keyframes()
-        return _store_realtime(memory, clip, vectors, deferred)
+        return _store(memory, clip, clip.keys, vectors, build=deferred.work(clip))
 
 
 def write_clips_realtime(memory: Memory, hub, clips: Sequence[NewClip],
                          deferred: Deferred) -> list[Stored]:
     """:func:`write_realtime` for a batch (caption files): ONE embedder call for every
     clip's captions and given keys, then each clip in its own transaction."""
-    texts = [realtime_texts(c) for c in clips]
+    texts = [index_texts(c.keys, c.caption) for c in clips]
     vectors = hub.embedder.embed([t for ts in texts for t in ts]) if clips else []
     out, lo = [], 0
     for c, ts in zip(clips, texts):
-        out.append(_store_realtime(memory, c, vectors[lo:lo + len(ts)], deferred))
+        out.append(_store(memory, c, c.keys, vectors[lo:lo + len(ts)],
+                          build=deferred.work(c)))
         lo += len(ts)
     return out
-
-
-def _store_realtime(memory: Memory, clip: NewClip, vectors: np.ndarray,
-                    deferred: Deferred) -> Stored:
-    """One transaction: the clip with its caption (``vectors[0]``) and given keys
-    (``vectors[1:5]``, :data:`KEY_TYPES` order) and its queue row."""
-    day, day_start = day_of(clip.t_start, clip.clock)
-    rows = {"caption": (clip.caption, "caption")}
-    vecs = {"caption": vectors[0]}
-    if clip.keys is not None:
-        for i, k in enumerate(KEY_TYPES, start=1):
-            rows[k] = (getattr(clip.keys, k), clip.keys.origin)
-            vecs[k] = vectors[i]
-    return Stored(*memory.store_clip(
-        source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
-        day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
-        keyframes=list(clip.keyframes), signals=clip.signals, keys=rows, vectors=vecs,
-        build=(clip.keys is None, deferred.pyramid)))
 
 
 def _keys_of(hub, clip: NewClip) -> ClipKeys:
@@ -314,13 +297,17 @@ def _write_with_pyramid(memory: Memory, hub, clip: NewClip, pyramid: Pyramid,
     return stored
 
 
-def _store(memory: Memory, clip: NewClip, keys: ClipKeys, vectors: np.ndarray,
-           cm: ClipMemory | None = None, fact_vectors: np.ndarray | None = None) -> Stored:
-    """One transaction (:meth:`Memory.add_clip`): the clip, its keys and caption with their
-    ``(5, 384)`` vectors (rows in ``INDEX_TYPES`` order), and with ``cm`` its fact nodes
-    (``fact_vectors``: ``(len(cm.facts), 384)``) and clip node."""
+def _store(memory: Memory, clip: NewClip, keys: ClipKeys | None, vectors: np.ndarray,
+           cm: ClipMemory | None = None, fact_vectors: np.ndarray | None = None, *,
+           build: tuple[bool, bool] = (False, False)) -> Stored:
+    """One transaction (:meth:`Memory.add_clip`): the clip, its keys (none yet: ``None``)
+    and caption with their vectors (rows as :func:`index_texts` orders them: ``(5, 384)``,
+    or ``(1, 384)`` for the caption alone), with ``cm`` its fact nodes (``fact_vectors``:
+    ``(len(cm.facts), 384)``) and clip node, and the ``build`` ``(keys, pyramid)`` work
+    queued for the LLM tier."""
     day, day_start = day_of(clip.t_start, clip.clock)
-    rows = {k: (getattr(keys, k), keys.origin) for k in KEY_TYPES}
+    types = INDEX_TYPES if keys is not None else ("caption",)
+    rows = {k: (getattr(keys, k), keys.origin) for k in KEY_TYPES} if keys is not None else {}
     rows["caption"] = (clip.caption, "caption")
     pyramid_rows = {} if cm is None else {
         "facts": cm.facts, "fact_vectors": fact_vectors,
@@ -329,4 +316,4 @@ def _store(memory: Memory, clip: NewClip, keys: ClipKeys, vectors: np.ndarray,
         source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
         day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
         keyframes=list(clip.keyframes), signals=clip.signals, keys=rows,
-        vectors={k: vectors[i] for i, k in enumerate(INDEX_TYPES)}, **pyramid_rows))
+        vectors={k: vectors[i] for i, k in enumerate(types)}, build=build, **pyramid_rows))
