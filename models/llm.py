@@ -16,6 +16,7 @@ a streamed JSON reply into the growing text of one of its string fields.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,67 @@ from models.usage import CallRecord, UsageMeter
 
 # A ggml assert otherwise forks gdb and hangs for minutes (MODELS.md).
 os.environ.setdefault("GGML_NO_BACKTRACE", "1")
+
+
+class _KeepStdStreams:
+    """Stands in for llama-cpp-python's ``suppress_stdout_stderr``: does nothing."""
+
+    def __init__(self, disable: bool = True) -> None:
+        pass
+
+    def __enter__(self) -> _KeepStdStreams:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+_LLAMA_LOG = logging.getLogger("llama_cpp")
+_LLAMA_LOG.addHandler(logging.NullHandler())  # shown only where the application logs
+# ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5 (continues the last line)
+_GGML_LEVELS = {3: logging.WARNING, 4: logging.ERROR}
+_log_state = {"level": logging.DEBUG, "callback": None}
+
+
+def _log_to_python(level: int, text: bytes, _user_data: object) -> None:
+    py_level = _log_state["level"] if level == 5 else _GGML_LEVELS.get(level, logging.DEBUG)
+    _log_state["level"] = py_level
+    if _LLAMA_LOG.isEnabledFor(py_level):
+        _LLAMA_LOG.log(py_level, "%s", text.decode("utf-8", "replace").rstrip())
+
+
+def llama_log_callback() -> Any:
+    """The ctypes callback that sends llama.cpp's (and libmtmd's) messages to the Python
+    logger ``llama_cpp`` at their level, instead of printing them on the terminal (made once;
+    it must stay referenced while the library may call it)."""
+    import llama_cpp
+
+    if _log_state["callback"] is None:
+        _log_state["callback"] = llama_cpp.llama_log_callback(_log_to_python)
+    return _log_state["callback"]
+
+
+def keep_std_streams() -> None:
+    """Stop llama-cpp-python from pointing file descriptors 1 and 2 at ``/dev/null``.
+
+    With ``verbose=False`` it wraps a model load (and, for a VLM, reading each image) in
+    ``suppress_stdout_stderr``, which points ``/dev/null`` (``dup2``) over the *process's* stdout
+    and stderr. Another thread's output in that window is lost: the recorder's log lines
+    while its worker loads the memory LLM (a "deleted raw clip" line went missing that
+    way), the TUI, a progress bar. The redirect is replaced by a no-op, and llama.cpp's own
+    messages go to the Python logger ``llama_cpp`` (:func:`llama_log_callback`) instead of
+    the terminal. Idempotent; called before every ``Llama`` is built.
+    """
+    import ctypes
+
+    import llama_cpp
+    import llama_cpp._internals
+    import llama_cpp.llama
+    import llama_cpp.llama_chat_format
+
+    for module in (llama_cpp._internals, llama_cpp.llama, llama_cpp.llama_chat_format):
+        module.suppress_stdout_stderr = _KeepStdStreams
+    llama_cpp.llama_log_set(llama_log_callback(), ctypes.c_void_p(0))
 
 
 class LLMOutputError(ValueError):
@@ -95,6 +157,7 @@ class LlamaCppLLM:
     ) -> None:
         from llama_cpp import Llama
 
+        keep_std_streams()
         self._llm = Llama(
             model_path=str(model_path),
             n_ctx=n_ctx,

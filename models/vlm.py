@@ -156,12 +156,14 @@ def compose_caption(description: str, transcript: str, *, model: str, frames: in
 
 
 def _quiet_mtmd() -> None:
-    """Route libmtmd's per-image logging through llama-cpp-python's logger (errors only)."""
-    import llama_cpp._logger as llama_logger
+    """Route libmtmd's per-image logging to the Python logger ``llama_cpp``
+    (:func:`models.llm.llama_log_callback`), not the terminal."""
     import llama_cpp.mtmd_cpp as mtmd
 
-    mtmd.mtmd_log_set(llama_logger.llama_log_callback, ctypes.c_void_p(0))
-    mtmd.mtmd_helper_log_set(llama_logger.llama_log_callback, ctypes.c_void_p(0))
+    from models.llm import llama_log_callback
+
+    mtmd.mtmd_log_set(llama_log_callback(), ctypes.c_void_p(0))
+    mtmd.mtmd_helper_log_set(llama_log_callback(), ctypes.c_void_p(0))
 
 
 def _template_safe_handler(mmproj: Path):
@@ -206,6 +208,9 @@ class LlamaCppVLMCaptioner:
                  usage: UsageMeter | None = None) -> None:
         from llama_cpp import Llama
 
+        from models.llm import keep_std_streams
+
+        keep_std_streams()
         _quiet_mtmd()
         self.name = name
         # llama.cpp pads the context to a multiple of 256 while llama-cpp-python sizes its token
