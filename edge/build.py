@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from edge.keys import ClipKeys, extract_keys
 from edge.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
+from models.cancel import GenerationCancelled
 
 
 @dataclass
@@ -56,12 +57,15 @@ class BuildReport:
 class Builder:
     """Builds queued clips of ``memory`` with ``hub``'s memory LLM and embedder;
     ``options`` are the pyramid's (links, candidates, K). Its :attr:`pyramid` counts what
-    the pyramid work did."""
+    the pyramid work did. ``on_step(text)`` names a step that is not a clip while it runs
+    (a global node update) and ``on_step(None)`` says it ended, for a progress display."""
 
-    def __init__(self, memory: Memory, hub, options: PyramidOptions | None = None) -> None:
+    def __init__(self, memory: Memory, hub, options: PyramidOptions | None = None, *,
+                 on_step: Callable[[str | None], None] | None = None) -> None:
         self.memory = memory
         self.hub = hub
         self.pyramid = Pyramid(memory, hub, options or PyramidOptions())
+        self.on_step = on_step or (lambda _step: None)
 
     def build_clip(self, item: QueueItem) -> float | None:
         """Build one queued clip and store it with the removal of its queue row; its wall
@@ -121,30 +125,37 @@ class Builder:
         p.counts.fallbacks += cm.origin == "extractive"
         pending = self.memory.clips_without_global(item.day)
         if len(pending) >= p.options.global_every:
+            self.on_step(f"global node of {item.day}")
             with p.timed("global"):
                 p.update_global(item.day, pending)
+            self.on_step(None)
 
     def finish(self) -> None:
         """End of the work: when no pyramid work is left in the queue, integrate the waiting
         clips into their days' global nodes and refresh the overall node
         (:meth:`edge.pyramid.Pyramid.finalize`; calls no model when nothing waits)."""
         if not self.memory.backlog()["pyramid"]:
+            self.on_step("global nodes")
             self.pyramid.finalize()
+            self.on_step(None)
 
 
 def build(memory: Memory, hub, *, options: PyramidOptions | None = None,
           pyramid: bool = False, limit: int | None = None,
           on_total: Callable[[int], None] | None = None,
           on_clip: Callable[[float], None] | None = None,
-          stop: Callable[[], bool] | None = None) -> BuildReport:
+          stop: Callable[[], bool] | None = None,
+          on_step: Callable[[str | None], None] | None = None) -> BuildReport:
     """Build up to ``limit`` queued clips (all when ``None``) in clip order.
 
     ``pyramid=True`` first queues the pyramid of every clip without a clip node (backfills a
     memory made with ``--no-pyramid``). ``on_total(n)``: clips this run will build, once;
-    ``on_clip(seconds)`` after each clip; ``stop()`` is asked before each clip — True ends
-    the run there (``interrupted``). The global nodes are finalized when the queue holds no
-    pyramid work any more. Raises what :meth:`Builder.build_clip` raises; clips built
-    before stay built.
+    ``on_clip(seconds)`` after each clip; ``on_step``: see :class:`Builder`; ``stop()`` is
+    asked before each clip — True ends the run there (``interrupted``), and so does a model
+    call cancelled by the caller's :func:`~models.cancel.cancel_scope` (that clip stays
+    queued). The global nodes are
+    finalized when the queue holds no pyramid work any more. Raises what
+    :meth:`Builder.build_clip` raises; clips built before stay built.
     """
     t0 = time.perf_counter()
     report = BuildReport()
@@ -153,19 +164,26 @@ def build(memory: Memory, hub, *, options: PyramidOptions | None = None,
     todo = memory.queued(limit)
     if on_total:
         on_total(len(todo))
-    builder = Builder(memory, hub, options)
+    builder = Builder(memory, hub, options, on_step=on_step)
     for item in todo:
         if stop is not None and stop():
             report.interrupted = True
             break
-        seconds = builder.build_clip(item)
+        try:
+            seconds = builder.build_clip(item)
+        except GenerationCancelled:  # stopped mid-clip: nothing of it was written
+            report.interrupted = True
+            break
         if seconds is not None:
             report.built += 1
             report.clip_seconds.append(seconds)
         if on_clip:
             on_clip(seconds or 0.0)
     if not report.interrupted:
-        builder.finish()
+        try:
+            builder.finish()
+        except GenerationCancelled:  # the global update waits for the next build
+            report.interrupted = True
     report.remaining = memory.backlog()["clips"]
     report.seconds = time.perf_counter() - t0
     return report

@@ -320,3 +320,41 @@ def test_ctrl_c_during_edge_build_stops_after_the_clip_and_says_what_remains(tmp
         built = m.db.execute("SELECT count(*) FROM builds").fetchone()[0]
         left = len(m.queued())
     assert built >= 1 and built + left == 4 and f"Stopped: {left} clip(s) remain" in out
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_stops_the_model_call_in_progress_and_keeps_the_clip_queued(tmp_path,
+                                                                                     hub):
+    mem = tmp_path / "m.db"
+    with Memory(mem) as m:
+        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),
+                            deferred=Deferred(pyramid=True))
+    env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
+           "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory",
+                             str(mem), "build"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        with Memory(mem, create=False) as m:
+            if m.db.execute("SELECT count(*) FROM builds").fetchone()[0]:
+                break
+    assert proc.poll() is None, "the build ended before it could be interrupted"
+    with Memory(mem, create=False) as m:
+        built_before = m.db.execute("SELECT count(*) FROM builds").fetchone()[0]
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # the pyramid call of the next clip is under way
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, out
+    assert "Stopping now" in out and "Traceback" not in out and "Aborted" not in out, out
+    with Memory(mem, create=False) as m:
+        built = m.db.execute("SELECT count(*) FROM builds").fetchone()[0]
+        left = len(m.queued())
+        assert m.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        facts = m.db.execute("SELECT count(DISTINCT clip_id) FROM facts").fetchone()[0]
+    # the clip in progress was dropped, not half-written: it is still queued
+    assert built_before <= built <= built_before + 1 and built + left == 4
+    assert facts <= built and f"Stopped: {left} clip(s) remain" in out

@@ -7,6 +7,7 @@ Ctrl-C safe (the first Ctrl-C stops after the clip being built). ``edge ingest``
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,15 +19,23 @@ from edge.cli.options import State, json_option, memory_options, open_memory
 
 class StopAfterClip:
     """While active, the first SIGINT (Ctrl-C) only asks the build to stop after the clip
-    in progress (``requested``); a second one interrupts at once (``KeyboardInterrupt``;
-    the clip in progress is rolled back, nothing is lost)."""
+    in progress (``requested``); a second one stops it now: ``cancel`` is set, which makes
+    the model call in progress raise :class:`~models.cancel.GenerationCancelled` (the clip
+    is rolled back and stays queued, nothing is lost) and the build reports what it did. A
+    third one interrupts at once (``KeyboardInterrupt``), for a step that cannot be
+    cancelled."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.cancel = threading.Event()
 
     def _handle(self, _signum, _frame) -> None:
-        if self.requested:
+        if self.cancel.is_set():
             raise KeyboardInterrupt
+        if self.requested:
+            self.cancel.set()
+            click.echo("\nStopping now: the clip being built stays queued.", err=True)
+            return
         self.requested = True
         click.echo("\nStopping after the clip being built (Ctrl-C again to stop now).",
                    err=True)
@@ -55,6 +64,7 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
     from edge.build import build
     from edge.buildlock import build_lock
     from edge.pyramid import PyramidOptions
+    from models.cancel import cancel_scope
 
     bar = None
     mark = hub.usage.mark()
@@ -70,12 +80,17 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
                            f"{render.span(eta)}", err=True)
             bar = render.progress_bar(n, "clips", "build")
 
+    def on_step(step: str | None) -> None:  # the bar may sit at 100% during a global update
+        if bar is not None:
+            bar.set_description_str(f"build: {step}" if step else "build")
+
     stopper = StopAfterClip()
     try:
-        with build_lock(memory.path), stopper.active():  # one builder per memory
+        # one builder per memory; a second Ctrl-C cancels the model call in progress
+        with build_lock(memory.path), stopper.active(), cancel_scope(stopper.cancel):
             return build(memory, hub, pyramid=pyramid, limit=limit, on_total=on_total,
                          on_clip=lambda _s: bar.update(1) if bar is not None else None,
-                         stop=lambda: stopper.requested,
+                         stop=lambda: stopper.requested, on_step=on_step,
                          options=PyramidOptions(links=links, max_candidates=max_candidates,
                                                 global_every=global_every))
     finally:

@@ -94,9 +94,11 @@ def pyramid_options(fn):
     """PyraVid pyramid switches shared by ``ingest``, ``ingest-captions`` and ``record``."""
     return _apply(fn, [
         click.option("--pyramid/--no-pyramid", "pyramid", default=True, show_default=True,
-                     help="Build the PyraVid pyramid (facts, clip and global nodes, links): "
-                          "one memory-LLM call per clip for keys+facts+summary. --no-pyramid: "
-                          "keys only (cheaper)."),
+                     help="The LLM tier includes the PyraVid pyramid (facts, clip and "
+                          "global nodes, links): one memory-LLM call per clip for "
+                          "keys+facts+summary. Like the keys it is built by the deferred tier "
+                          "(after ingest, in the recorder's slack, or by `edge build`). "
+                          "--no-pyramid: keys only (cheaper)."),
         click.option("--links/--no-links", "links", default=True, show_default=True,
                      help="Judge relational fact links with the memory LLM (one more call "
                           "per clip that has similar earlier facts)."),

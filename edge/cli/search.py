@@ -41,10 +41,12 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
 def search_result(memory, found) -> dict:
     """What ``edge search --json`` prints for ``found`` (a
     :class:`edge.answer.search.FirstRound`): the question and queries, one moment per
-    anchor, best first (``clip_id``, ``when`` as ``ask`` writes it, ``score`` rounded to 4
-    places, ``matched``: the key type or ``bm25`` that ranked it, ``caption``: an excerpt
-    — the transcript when the clip has no caption), the ``scope`` as ``ask``'s
-    ``Answer.scope``, the ``note`` and the milliseconds the search took (``ms``)."""
+    anchor in the order ``ask`` takes them (:func:`edge.answer.search.first_round`: the
+    best spread apart, each option's best, then the skipped ones by score) — ``clip_id``,
+    ``when`` as ``ask`` writes it, ``score`` rounded to 4 places, ``matched``: the key type
+    or ``bm25`` that ranked it, ``caption``: an excerpt (the transcript when the clip has no
+    caption) — the ``scope`` as ``ask``'s ``Answer.scope``, the ``note`` and the
+    milliseconds the search took (``ms``)."""
     from edge.timeline import format_moment
 
     clips = memory.clips([a.clip_id for a in found.anchors])
@@ -76,7 +78,10 @@ def search_result(memory, found) -> dict:
 def search(state: State, question: str, at: str | None, from_: str | None, to: str | None,
            auto_window: bool, top_n: int | None, retrieval: str, key_types: str, fusion: str,
            rrf_k: int, choices: str | None, as_json: bool) -> None:
-    """Show the moments `edge ask` would start from, best first: retrieval only, no LLM.
+    """Show the moments `edge ask` would start from: retrieval only, no LLM.
+
+    They come in the order `ask` takes them: the best spread apart (no two within ±2 clips),
+    with --choices each option's best, then the clips skipped for spreading, by score.
 
     The same flags give the anchors of `edge ask`'s first round (without --decompose).
     """
