@@ -561,3 +561,43 @@ def test_recorded_memory_has_the_pyramid_edge_ingest_builds(tmp_path, hub):
     assert got["links"]["hierarchical fact->clip"] == got["facts"]
     assert set(got["global_nodes"]) == {day, "all"} and len(want["global_nodes"]) == 2
     assert got["global_nodes"][day]["clips"] == 1
+
+
+@pytest.mark.slow
+def test_a_clip_coming_in_cancels_the_slack_build_so_the_real_time_tier_never_waits(
+        tmp_path, hub):
+    """The worker builds the LLM tier only in slack: a clip published while a memory-LLM call
+    runs cancels it (that clip stays queued, nothing of it is written) so the real-time tier
+    ingests the new clip at once — the real-time backlog stays at one clip."""
+    from edge.captions import ingest_caption_file
+    from edge.memory_writer import Deferred
+    from edge.pyramid import PyramidOptions
+
+    mem = tmp_path / "m.db"
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps([{
+        "date": "DAY1", "start_time": f"1100{s:02d}00", "end_time": f"1100{s + 30:02d}00",
+        "text": "I sliced bread in the kitchen while Alice talked about the picnic plans, "
+                "then I wiped the counter and put the knife in the drawer."}
+        for s in (0,)]))
+    with Memory(mem) as m:
+        ingest_caption_file(m, hub, caps, deferred=Deferred(pyramid=True))
+    rec = Recorder(mem, SourceSpec("file", str(shared(FOOTAGE / SHORT))),
+                   RecordOptions(min_free=0, pyramid=PyramidOptions()), hub_factory=lambda: hub)
+    worker = rec.worker
+    with Memory(mem, create=False) as m:
+        (item,) = m.queued()
+        result: list[bool] = []
+        t = threading.Thread(target=lambda: result.append(worker._build_next(m, hub)))
+        t.start()
+        time.sleep(1.0)  # the pyramid call is reading its prompt
+        worker.wake.set()  # capture published a clip
+        t.join(timeout=120)
+        assert result == [True] and not t.is_alive()
+        assert [q.clip_id for q in m.queued()] == [item.clip_id]  # still queued
+        assert m.db.execute("SELECT count(*) FROM builds").fetchone()[0] == 0
+        assert m.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+        # the next slack builds it (wake cleared by the loop before building)
+        worker.wake.clear()
+        assert worker._build_next(m, hub) is True
+        assert m.queued() == [] and m.count_clip_nodes() == 1

@@ -115,7 +115,9 @@ class IngestWorker:
                 if rec.stop.is_set():
                     return
                 if not queue:
-                    if hub is not None and self._build_next(memory, hub):
+                    self.wake.clear()  # set again when a clip is published: ends a build
+                    if hub is not None and not self.pending() and self._build_next(memory,
+                                                                                    hub):
                         continue  # slack: one clip of the LLM tier, then look again
                     if rec.capture_done.is_set():
                         return
@@ -141,13 +143,16 @@ class IngestWorker:
 
     def _build_next(self, memory, hub) -> bool:
         """Build the first clip of the memory's LLM queue (:class:`edge.build.Builder`);
-        its model calls are recorded under ``record``. False when nothing is queued, another
+        its model calls are recorded under ``record``. A clip published meanwhile (``wake``)
+        cancels the build (that clip stays queued and is built in the next slack), so the
+        real-time backlog stays at most one clip. False when nothing is queued, another
         process holds the memory's build lock (:mod:`edge.buildlock`) or the models cannot
         run now (logged; the clip stays queued)."""
         from edge.build import Builder
         from edge.buildlock import build_lock
         from edge.errors import MODEL_ERRORS, BuildBusyError
         from edge.pyramid import PyramidOptions
+        from models.cancel import GenerationCancelled, cancel_scope
 
         items = memory.queued(1) if time.monotonic() >= self.build_after else []
         if not items:
@@ -156,8 +161,14 @@ class IngestWorker:
             self.builder = Builder(memory, hub, self.rec.options.pyramid or PyramidOptions())
         mark = len(hub.usage.records)
         try:
-            with build_lock(memory.path):  # an `edge build` may be building this memory
+            # an `edge build` may be building this memory; a clip published meanwhile (or a
+            # stop) cancels the model call, so the real-time tier never waits for it
+            with build_lock(memory.path), cancel_scope(self.wake):
                 self.builder.build_clip(items[0])
+        except GenerationCancelled:
+            log.info("building clip %d paused: a new clip came in (it stays queued)",
+                     items[0].clip_id)
+            return True
         except BuildBusyError as e:
             log.info("%s (retrying in %.0f s)", e, MODEL_RETRY_SECONDS)
             self.build_after = time.monotonic() + MODEL_RETRY_SECONDS
