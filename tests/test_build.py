@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -335,19 +336,27 @@ def test_a_second_ctrl_c_stops_the_model_call_in_progress_and_keeps_the_clip_que
                              str(mem), "build"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+
+    def read() -> None:  # the merged output, as it comes (tqdm writes \r, not lines)
+        while ch := proc.stdout.read(1):
+            seen.append(ch)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-        with Memory(mem, create=False) as m:
-            if m.db.execute("SELECT count(*) FROM builds").fetchone()[0]:
-                break
-    assert proc.poll() is None, "the build ended before it could be interrupted"
+    while "0/4 clips" not in "".join(seen) and time.monotonic() < deadline:
+        assert proc.poll() is None, "".join(seen)
+        time.sleep(0.1)
+    time.sleep(3.0)  # the first clip's pyramid call is under way (it takes far longer)
     with Memory(mem, create=False) as m:
         built_before = m.db.execute("SELECT count(*) FROM builds").fetchone()[0]
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)  # the pyramid call of the next clip is under way
-    out = proc.communicate(timeout=300)[0]
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)  # now: the model call is cancelled
+    proc.wait(timeout=300)
+    reader.join(timeout=10)
+    out = "".join(seen)
     assert proc.returncode == 130, out
     assert "Stopping now" in out and "Traceback" not in out and "Aborted" not in out, out
     with Memory(mem, create=False) as m:
