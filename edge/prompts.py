@@ -58,7 +58,7 @@ EXAMPLE_OUT = ('{"event": "The view moves past a sign while two people are visib
 FACT_KINDS: tuple[str, ...] = ("action", "speech", "object", "person", "scene")
 
 
-def clip_schema(*, with_keys: bool, max_facts: int = 5) -> dict:
+def clip_schema(*, with_keys: bool, max_facts: int = 3) -> dict:
     """JSON schema of the per-clip memory call: [keys +] facts + clip summary + scene.
 
     Length caps keep the whole object inside ``max_tokens`` so llama.cpp's grammar closes

@@ -57,7 +57,7 @@ def _timed(facts: list[Fact], t_start: float, t_end: float,
 
 def extractive_clip_memory(caption: str, *, t_start: float, t_end: float,
                            keyframes: Sequence[str] = (), file_keys: ClipKeys | None = None,
-                           max_facts: int = 5) -> ClipMemory:
+                           max_facts: int = 3) -> ClipMemory:
     """The marked fallback, without a model: fact nodes are the caption's sentences (split
     after quotes too, pieces under 3 characters dropped; the tail merged into the last of
     ``max_facts``; ``origin='extractive'``), the clip summary its first sentence and the

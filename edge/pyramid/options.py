@@ -17,16 +17,17 @@ ROLE_GLOBAL = "memory_llm.global"
 class PyramidOptions:
     """How much pyramid to build.
 
-    ``max_facts``: fact nodes per clip. ``links``: judge relational links (costs one call per
-    clip with candidates). ``link_k``: similar earlier facts per new fact; ``link_floor``:
-    cosine similarity a candidate needs; ``max_candidates``: pairs judged per clip (the
-    highest similarities). ``global_every``: clips per global-node update (K).
-    ``global_words``: length the global summary is asked to stay under. ``max_tokens``: reply
-    budget of the per-clip call; ``max_caption_tokens``: the caption is cut to this many
-    tokens before it is sent.
+    ``max_facts``: fact nodes per clip (3: issue 13 bounds the per-clip reply, most of the
+    LLM tier's time on the device — each fact is ~30 generated tokens). ``links``: judge
+    relational links (costs one call per clip with candidates). ``link_k``: similar earlier
+    facts per new fact; ``link_floor``: cosine similarity a candidate needs;
+    ``max_candidates``: pairs judged per clip (the highest similarities). ``global_every``:
+    clips per global-node update (K). ``global_words``: length the global summary is asked
+    to stay under. ``max_tokens``: reply budget of the per-clip call;
+    ``max_caption_tokens``: the caption is cut to this many tokens before it is sent.
     """
 
-    max_facts: int = 5
+    max_facts: int = 3
     links: bool = True
     link_k: int = 3
     link_floor: float = 0.45
