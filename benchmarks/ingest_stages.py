@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from edge.build import build  # noqa: E402
+from edge.build import BuildReport, build  # noqa: E402
 from edge.config import models_dir  # noqa: E402
 from edge.ingest import IngestOptions, find_media, ingest_paths  # noqa: E402
 from edge.memory_writer import Deferred  # noqa: E402
@@ -139,8 +139,10 @@ def _markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _ingest_one(hub, path: Path, memory_path: Path, pyramid: bool) -> dict:
-    """Both tiers of one file into a fresh memory; the file's row."""
+def _ingest_one(hub, path: Path, memory_path: Path, pyramid: bool, llm_tier: bool = True
+                ) -> dict:
+    """Both tiers of one file (the real-time tier only without ``llm_tier``) into a fresh
+    memory; the file's row."""
     with Memory(memory_path) as memory:
         mark = hub.usage.mark()
         t0 = time.perf_counter()
@@ -151,7 +153,7 @@ def _ingest_one(hub, path: Path, memory_path: Path, pyramid: bool) -> dict:
         memory.record_calls("ingest", hub.usage.records[mark:], run_id=report.run_id)
         mark_llm = hub.usage.mark()
         t1 = time.perf_counter()
-        built = build(memory, hub, options=PyramidOptions())
+        built = build(memory, hub, options=PyramidOptions()) if llm_tier else BuildReport()
         llm_wall = time.perf_counter() - t1
         llm_usage = hub.usage.summary(mark_llm)
         build_records = hub.usage.records[mark_llm:]
@@ -197,6 +199,8 @@ def main() -> int:
     ap.add_argument("--profile", default="small")
     ap.add_argument("--no-pyramid", action="store_true",
                     help="LLM tier: keys only (edge ingest --no-pyramid); default: the pyramid")
+    ap.add_argument("--realtime-only", action="store_true",
+                    help="measure the real-time tier only (the LLM tier is left queued)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ingest_stages.json")
     args = ap.parse_args()
 
@@ -210,13 +214,15 @@ def main() -> int:
     t_load = time.perf_counter()
     for role in ("transcriber", "captioner", "embedder"):
         hub.get(role)
-    hub.llm("memory_llm")
+    if not args.realtime_only:
+        hub.llm("memory_llm")
     load_s = time.perf_counter() - t_load
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="edge-bench-") as tmp:
         for i, f in enumerate(files):
-            rows.append(_ingest_one(hub, f, Path(tmp) / f"m{i}.db", not args.no_pyramid))
+            rows.append(_ingest_one(hub, f, Path(tmp) / f"m{i}.db", not args.no_pyramid,
+                                    not args.realtime_only))
     builds = _meter([rec for r in rows for rec in r.pop("_build_records")])
     total = _total(rows, builds.summary())
     lt = total["llm_tier"]
