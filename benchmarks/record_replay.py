@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -56,6 +57,7 @@ ENCODE = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "28", "-g", "60",
 VIDEO = "scale=640:360:force_original_aspect_ratio=decrease,pad=640:360:(ow-iw)/2:(oh-ih)/2," \
         "setsar=1,fps=30,format=yuv420p"
 PAUSED = "paused: a new clip came in"
+INGESTED = re.compile(r"ingested \S+ into memory \(.*, ([\d.]+) s\)")
 SAMPLE_SECONDS = 0.5
 BACKLOG_SECONDS = 3.0
 
@@ -138,6 +140,7 @@ class Run:
         self.t_drained: float | None = None  # the LLM backlog reached 0 clips
         self.t_term: float | None = None
         self.cancelled = 0
+        self.ingest_seconds: list[float] = []  # the real-time tier per clip (its log)
         self._log_pos = 0
 
     def command(self) -> list[str]:
@@ -156,6 +159,7 @@ class Run:
         self._log_pos += len(text[:cut].encode("utf-8", errors="replace"))
         lines = text[:cut].splitlines()
         self.cancelled += sum(PAUSED in line for line in lines)
+        self.ingest_seconds += [float(m.group(1)) for m in map(INGESTED.search, lines) if m]
         return lines
 
     def _sample(self, t: float) -> dict | None:
@@ -251,6 +255,9 @@ def summary(run: Run, code: int, footage: float, load: tuple[str, str]) -> dict:
         "queue_max": max(queue, default=None), "queue_p95": percentile(queue, 95),
         "lag_max": max(lag, default=None), "lag_p50": percentile(lag, 50),
         "lag_p95": percentile(lag, 95),
+        "realtime_tier_seconds_per_clip": {
+            "p50": percentile(run.ingest_seconds, 50), "max": max(run.ingest_seconds,
+                                                               default=None)},
         "stream_end_s": run.t_end,
         "llm_built_during_stream": end.get("built") if end else None,
         "llm_backlog_at_stream_end": end.get("clips") if end else None,
@@ -284,13 +291,17 @@ def report(s: dict) -> None:
     print(f"real-time backlog ≤ 1 clip: {'yes' if s['realtime_backlog_le_1_clip'] else 'no'}")
 
 
-def save(s: dict, out: Path) -> None:
-    """Merge this run into ``out`` (one entry per profile/minutes/drain)."""
+def save(s: dict, out: Path, log_path: Path) -> None:
+    """Merge this run into ``out`` (one entry per profile/minutes/drain) and keep the
+    recorder's whole log beside it (``<out stem>-<entry>.log``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(out.read_text()) if out.exists() else {}
-    data[f"{s['profile']}-{s['minutes']:g}min-{'drain' if s['drain'] else 'no-drain'}"] = s
+    label = f"{s['profile']}-{s['minutes']:g}min-{'drain' if s['drain'] else 'no-drain'}"
+    log_copy = out.with_name(f"{out.stem}-{label}.log")
+    log_copy.write_text(log_path.read_text(encoding="utf-8", errors="replace"))
+    data[label] = {**s, "recorder_log": str(log_copy)}
     out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {out}")
+    print(f"wrote {out} and {log_copy}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -332,9 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print(Path(run.log_path).read_text()[-3000:])
         s = summary(run, code, footage, (load0, load1))
-        s["recorder_log_tail"] = run.log_path.read_text().splitlines()[-15:]
-    report(s)
-    save(s, a.out)
+        report(s)
+        save(s, a.out, run.log_path)
     return 0
 
 
