@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -140,6 +141,8 @@ class Run:
         self.t_drained: float | None = None  # the LLM backlog reached 0 clips
         self.t_term: float | None = None
         self.cancelled = 0
+        self.cancelled_by_stop = 0
+        self.t_exit: float | None = None
         self.ingest_seconds: list[float] = []  # the real-time tier per clip (its log)
         self._log_pos = 0
 
@@ -158,7 +161,11 @@ class Run:
         cut = text.rfind("\n") + 1  # whole lines only
         self._log_pos += len(text[:cut].encode("utf-8", errors="replace"))
         lines = text[:cut].splitlines()
-        self.cancelled += sum(PAUSED in line for line in lines)
+        paused = sum(PAUSED in line for line in lines)
+        if self.t_term is None:
+            self.cancelled += paused
+        else:  # SIGTERM cancels the build in progress with the same log line
+            self.cancelled_by_stop += paused
         self.ingest_seconds += [float(m.group(1)) for m in map(INGESTED.search, lines) if m]
         return lines
 
@@ -193,7 +200,7 @@ class Run:
         deadline = t0 + a.timeout
         while proc.poll() is None:
             time.sleep(SAMPLE_SECONDS)
-            t = time.monotonic() - t0
+            t = round(time.monotonic() - t0, 2)  # as the samples store it
             lines = self._read_log()
             row = self._sample(t)
             if self.t_end is None and (any(end_line in ln for ln in lines)
@@ -215,8 +222,9 @@ class Run:
                 print(f"timeout after {a.timeout:.0f} s: killing the recorder", flush=True)
                 proc.kill()
         code = proc.wait()
+        self.t_exit = round(time.monotonic() - t0, 2)
         self._read_log()
-        self._sample(time.monotonic() - t0)
+        self._sample(self.t_exit)
         self._note_backlog(time.monotonic() - t0, force=True)
         return code
 
@@ -226,7 +234,7 @@ def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     v = sorted(values)
-    return v[max(0, min(len(v) - 1, round(q / 100.0 * len(v) + 0.5) - 1))]
+    return v[max(0, min(len(v) - 1, math.ceil(q / 100.0 * len(v)) - 1))]
 
 
 def at_or_before(rows: list[dict], t: float | None) -> dict | None:
@@ -268,7 +276,9 @@ def summary(run: Run, code: int, footage: float, load: tuple[str, str]) -> dict:
         "llm_built_total": last.get("built") if last else None,
         "drain_seconds_after_end": None if run.t_drained is None or run.t_end is None
         else round(run.t_drained - run.t_end, 1),
+        "exit_after_end_s": None if run.t_end is None else round(run.t_exit - run.t_end, 1),
         "sigterm_at_s": run.t_term, "slack_builds_cancelled": run.cancelled,
+        "builds_cancelled_by_sigterm": run.cancelled_by_stop,
         "exit_code": code,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "loadavg_start": load[0], "loadavg_end": load[1],
