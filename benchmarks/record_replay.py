@@ -58,6 +58,7 @@ ENCODE = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "28", "-g", "60",
 VIDEO = "scale=640:360:force_original_aspect_ratio=decrease,pad=640:360:(ow-iw)/2:(oh-ih)/2," \
         "setsar=1,fps=30,format=yuv420p"
 PAUSED = "paused: a new clip came in"
+STOPPED = "paused: the recorder is stopping"
 INGESTED = re.compile(r"ingested \S+ into memory \(.*, ([\d.]+) s\)")
 SAMPLE_SECONDS = 0.5
 BACKLOG_SECONDS = 3.0
@@ -161,11 +162,8 @@ class Run:
         cut = text.rfind("\n") + 1  # whole lines only
         self._log_pos += len(text[:cut].encode("utf-8", errors="replace"))
         lines = text[:cut].splitlines()
-        paused = sum(PAUSED in line for line in lines)
-        if self.t_term is None:
-            self.cancelled += paused
-        else:  # SIGTERM cancels the build in progress with the same log line
-            self.cancelled_by_stop += paused
+        self.cancelled += sum(PAUSED in line for line in lines)
+        self.cancelled_by_stop += sum(STOPPED in line for line in lines)  # by the SIGTERM
         self.ingest_seconds += [float(m.group(1)) for m in map(INGESTED.search, lines) if m]
         return lines
 

@@ -166,8 +166,9 @@ class IngestWorker:
             with build_lock(memory.path), cancel_scope(self.wake):
                 self.builder.build_clip(items[0])
         except GenerationCancelled:
-            log.info("building clip %d paused: a new clip came in (it stays queued)",
-                     items[0].clip_id)
+            why = "the recorder is stopping" if self.rec.stop.is_set() else \
+                "a new clip came in" if self.pending() else "capture ended"
+            log.info("building clip %d paused: %s (it stays queued)", items[0].clip_id, why)
             return True
         except BuildBusyError as e:
             log.info("%s (retrying in %.0f s)", e, MODEL_RETRY_SECONDS)
