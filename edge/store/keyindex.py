@@ -4,7 +4,7 @@ Exact vec0 search reads every vector of a key type (~0.6 µs each here, no SIMD 
 sqlite-vec 0.1.9): ~440 ms per key type at a year (3M keys). Above a size threshold
 :class:`~edge.store.vectors.VectorIndex` asks this index for candidates instead: per key
 type a faiss IVF index (inner product, 8-bit scalar-quantized vectors: 384 bytes a key)
-probes ~1/16 of its lists and returns the best few dozen keys, which are rescored exactly
+probes 1/4 of its lists and returns the best few dozen keys, which are rescored exactly
 with their float vectors read from ``key_vec`` itself, so the cosines returned are exact and
 a key no longer stored is never returned. Measured in ``benchmarks/knn_scale.py``.
 
@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 """Version of the ``.keyindex`` file; another version is rebuilt, never read."""
+
+PROBE_SHARE = 4
+"""A search probes 1/4 of the lists: real question embeddings are far from every key
+(cosine 0.3–0.5), and on the EgoLife memory 1/16 of the lists held recall@10 at 0.82, 1/8
+at 0.91, 1/4 at 0.97 (benchmarks/knn_scale.py)."""
 
 _VEC_BYTES = EMBED_DIM * 4
 _BATCH = 4096
@@ -110,10 +115,11 @@ class _Part:
 
 def _train(vectors: np.ndarray):
     """A trained, empty IVF-SQ8 index for vectors like ``vectors`` ((n, 384) float32):
-    nlist = 4·√n lists (16…1024), k-means on at most 40 vectors a list."""
+    nlist = 4·√n lists (at most 1024 and n/39), k-means on at most 40 vectors a list;
+    searches probe 1/:data:`PROBE_SHARE` of the lists."""
     import faiss
 
-    nlist = int(min(1024, max(16, 4 * math.sqrt(len(vectors)))))
+    nlist = int(min(1024, len(vectors) // 39, max(16, 4 * math.sqrt(len(vectors)))))
     quantizer = faiss.IndexFlatIP(EMBED_DIM)
     index = faiss.IndexIVFScalarQuantizer(quantizer, EMBED_DIM, nlist,
                                           faiss.ScalarQuantizer.QT_8bit,
@@ -122,7 +128,7 @@ def _train(vectors: np.ndarray):
     sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), 40 * nlist),
                                         replace=False))]
     index.train(sample)
-    index.nprobe = max(8, nlist // 16)
+    index.nprobe = max(1, nlist // PROBE_SHARE)
     return index
 
 
