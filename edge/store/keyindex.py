@@ -115,15 +115,17 @@ class _Part:
 
 def _train(vectors: np.ndarray):
     """A trained, empty IVF-SQ8 index for vectors like ``vectors`` ((n, 384) float32):
-    nlist = 4·√n lists (at most 1024 and n/39), k-means on at most 40 vectors a list;
+    nlist = 4·√n lists (16…1024), k-means on at most 40 vectors a list (fewer lists held
+    less recall on the EgoLife memory at the same share probed);
     searches probe 1/:data:`PROBE_SHARE` of the lists."""
     import faiss
 
-    nlist = int(min(1024, len(vectors) // 39, max(16, 4 * math.sqrt(len(vectors)))))
+    nlist = int(min(1024, max(16, 4 * math.sqrt(len(vectors)))))
     quantizer = faiss.IndexFlatIP(EMBED_DIM)
     index = faiss.IndexIVFScalarQuantizer(quantizer, EMBED_DIM, nlist,
                                           faiss.ScalarQuantizer.QT_8bit,
                                           faiss.METRIC_INNER_PRODUCT)
+    index.cp.min_points_per_centroid = 1  # small types: fewer than 39 a list is fine
     rng = np.random.default_rng(0)
     sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), 40 * nlist),
                                         replace=False))]
