@@ -122,6 +122,7 @@ def test_the_whole_history_index_equals_exact_search(tmp_path, small_index):
                     _same(m.knn_keys(q, kt, 10, before=b, after=a),
                           _reference(vecs, ends, q, j, 10, b, a))
         assert m._key_index() is not None and index_path(m.path).exists()
+        assert index_path(m.path).stat().st_mode == m.path.stat().st_mode
     with Memory(tmp_path / "m.db") as m:  # loaded from the file, not rebuilt
         ki = KeyIndex.load(index_path(m.path))
         assert ki is not None and ki.count == 120 * len(INDEX_TYPES)

@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,9 +230,10 @@ class KeyIndex:
         return part.ids[pos]
 
     # -- the file
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, like: Path | None = None) -> None:
         """Write the index to ``path`` through a temporary file renamed over it, so a
-        reader never sees half a file. Raises ``OSError`` when it cannot be written."""
+        reader never sees half a file; with the permissions of ``like`` (the memory file)
+        when given. Raises ``OSError`` when it cannot be written."""
         import faiss
 
         arrays = {"meta": np.frombuffer(json.dumps(
@@ -244,6 +246,8 @@ class KeyIndex:
         try:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **arrays)
+            if like is not None:
+                shutil.copymode(like, tmp)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

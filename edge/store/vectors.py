@@ -112,7 +112,7 @@ class VectorIndex:
                 return None
         if ki.unsaved * 20 >= ki.count:
             try:
-                ki.save(path)
+                ki.save(path, like=self.path)
             except OSError as e:
                 log.info("the key index is kept in memory only: %s", e)
         return ki
