@@ -188,16 +188,18 @@ class KeyIndex:
                               (self.upto,)).fetchone()
         if not new:
             return 0
-        for ktype, part in self.parts.items():
+        todo = []  # read everything first: a failed read changes nothing
+        for ktype in self.parts:
             ids, ends = _key_rows(db, "k.type = ? AND k.id > ? AND k.id <= ?",
                                   (ktype, self.upto, top))
-            if not len(ids):
-                continue
             found, vecs = read_vectors(db, ids)
             keep = np.isin(ids, found)
-            part.index.add(vecs)
-            part.ids = np.concatenate([part.ids, ids[keep]])
-            part.ends = np.concatenate([part.ends, ends[keep]])
+            todo.append((self.parts[ktype], ids[keep], ends[keep], vecs))
+        for part, ids, ends, vecs in todo:
+            if len(ids):
+                part.index.add(vecs)
+                part.ids = np.concatenate([part.ids, ids])
+                part.ends = np.concatenate([part.ends, ends])
         self.upto, self.count = top, self.count + new
         self.unsaved += new
         return new

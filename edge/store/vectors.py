@@ -72,7 +72,7 @@ class VectorIndex:
     def _rescore(self, query: np.ndarray, key_ids: np.ndarray, k: int
                  ) -> list[tuple[int, float]]:
         """The best ``k`` of ``key_ids`` by the exact cosine of their stored vectors."""
-        found, vecs = read_vectors(self.db, key_ids)
+        found, vecs = read_vectors(self.db, np.unique(key_ids))
         if not len(found):
             return []
         q = np.asarray(query, dtype=np.float32)
@@ -96,20 +96,22 @@ class VectorIndex:
         return self._kidx
 
     def _current_key_index(self) -> KeyIndex | None:
-        """:meth:`_key_index` without the cache: load, update or rebuild, and save."""
+        """:meth:`_key_index` without the cache: load, update or rebuild, and save. Any
+        failure on the way (sqlite-vec's layout, faiss missing, a read error) drops the
+        index and searches exactly: never a half-updated index."""
         count = self.db.execute("SELECT count(*) FROM keys").fetchone()[0]
         if count < self.index_min_keys:
             return None
         path = index_path(self.path)
-        ki = getattr(self, "_kidx", None) or KeyIndex.load(path)
-        if ki is not None and ki.upto <= self._max_key_id():
-            ki.add_new(self.db)
-        if ki is None or ki.count != count or ki.upto != self._max_key_id():
-            try:
+        try:
+            ki = getattr(self, "_kidx", None) or KeyIndex.load(path)
+            if ki is not None and ki.upto <= self._max_key_id():
+                ki.add_new(self.db)
+            if ki is None or ki.count != count or ki.upto != self._max_key_id():
                 ki = KeyIndex.build(self.db)
-            except (ImportError, RuntimeError) as e:
-                log.warning("exact key search: the key index cannot be built (%s)", e)
-                return None
+        except Exception as e:  # noqa: BLE001 - exact search is always a correct answer
+            log.warning("exact key search: the key index cannot be used (%s)", e)
+            return None
         if ki.unsaved * 20 >= ki.count:
             try:
                 ki.save(path, like=self.path)
