@@ -4,9 +4,10 @@ Exact vec0 search reads every vector of a key type (~0.6 µs each here, no SIMD 
 sqlite-vec 0.1.9): ~440 ms per key type at a year (3M keys). Above a size threshold
 :class:`~edge.store.vectors.VectorIndex` asks this index for candidates instead: per key
 type a faiss IVF index (inner product, 8-bit scalar-quantized vectors: 384 bytes a key)
-probes 1/4 of its lists and returns the best few dozen keys, which are rescored exactly
-with their float vectors read from ``key_vec`` itself, so the cosines returned are exact and
-a key no longer stored is never returned. Measured in ``benchmarks/knn_scale.py``.
+probes 1/3 of its lists (all of a small type) and returns the best few dozen keys, which
+are rescored exactly with their float vectors read from ``key_vec`` itself, so the cosines
+returned are exact and a key no longer stored is never returned. Measured in
+``benchmarks/knn_scale.py``.
 
 SQLite stays the source of truth. The index is kept in ``<memory>.keyindex`` (an ``.npz``
 written to a temporary file and renamed), covers the keys up to an id and a count, and
@@ -34,10 +35,11 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 """Version of the ``.keyindex`` file; another version is rebuilt, never read."""
 
-PROBE_SHARE = 4
-"""A search probes 1/4 of the lists: real question embeddings are far from every key
-(cosine 0.3–0.5), and on the EgoLife memory 1/16 of the lists held recall@10 at 0.82, 1/8
-at 0.91, 1/4 at 0.97 (benchmarks/knn_scale.py)."""
+PROBE_SHARE = 3
+"""A search probes at least 1/3 of the lists: real question embeddings are far from every
+key (cosine 0.3–0.5); on the EgoLife memory 1/16 of the lists held recall@10 at 0.82, 1/8
+at 0.91, 1/4 at 0.97; at 3M synthetic keys 1/4 held 0.953 at 23 ms a key type
+(benchmarks/knn_scale.py), 1/3 leaves a margin."""
 
 SCAN_BUDGET = 100_000
 """A search scans at least this many 8-bit vectors (~10 ms) when the type has them: small
