@@ -1,7 +1,7 @@
 """Whole-history key search for large memories: an in-memory index beside SQLite.
 
 Exact vec0 search reads every vector of a key type (~0.6 µs each here, no SIMD in
-sqlite-vec 0.1.9): ~440 ms per key type at a year (3M keys). Above a size threshold
+sqlite-vec 0.1.9): 0.5–0.8 s per key type at a year (3M keys) on 2 cores. Above a size threshold
 :class:`~edge.store.vectors.VectorIndex` asks this index for candidates instead: per key
 type a faiss IVF index (inner product, 8-bit scalar-quantized vectors: 384 bytes a key)
 probes 1/3 of its lists (all of a small type) and returns the best few dozen keys, which
