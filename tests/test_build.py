@@ -72,7 +72,7 @@ def test_m007_migrates_a_memory_of_the_previous_version(tmp_path):
     with Memory(path) as m:  # a memory built in full before the tiers: nothing queued
         ids = add_clips(m, 2)
         names = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY rowid")]
-        assert names == [name for name, _ in MIGRATIONS] and names[-1] == "m007_build_queue"
+        assert names == [name for name, _ in MIGRATIONS] and "m007_build_queue" in names
         assert m.queued() == [] and m.backlog()["clips"] == 0
         assert m.enqueue_pyramid_backfill() == 2  # --pyramid backfills the old clips
         assert [(q.clip_id, q.keys, q.pyramid) for q in m.queued()] == [

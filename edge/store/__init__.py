@@ -11,14 +11,16 @@ The package, in reading order:
 
 - ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
   GlobalNode, Link).
-- ``schema``: ``connect``, the write transaction, the migrations m001–m007,
+- ``schema``: ``connect``, the write transaction, the migrations m001–m008,
   ``sqlite_versions`` (for ``edge doctor``).
 - ``memory``: :class:`Memory`, the façade; it inherits the methods below.
-- ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``text`` (BM25),
+- ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``keyindex`` (the
+  whole-history key index beside SQLite for large memories), ``text`` (BM25),
   ``graph`` (the pyramid), ``entities`` (the entity-time index: people, objects, places
   per clip with its times), ``queue`` (the deferred LLM tier's work per clip and the build
   log), ``accounting`` (calls, runs, stats).
-- ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query.
+- ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query,
+  and :func:`~edge.store.scope.day_scope`, the ``key_vec`` day partitions it spans.
 """
 
 from edge.errors import StoreError

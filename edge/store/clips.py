@@ -23,7 +23,7 @@ from edge.store.records import (
     clip_from_row,
     id_marks,
 )
-from edge.store.scope import time_scope
+from edge.store.scope import day_of, time_scope
 
 FOOTAGE_GAP_SECONDS = 30.0
 """A break of this many seconds or more between two clips ends their footage: ±Δ
@@ -167,8 +167,9 @@ class ClipStore:
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],
                   vectors: dict[str, np.ndarray]) -> None:
-        """Each key's row and its vector in ``key_vec`` (partition = key type, metadata =
-        the clip's end for time-scoped KNN). ``ValueError`` on a vector not of shape (384,)."""
+        """Each key's row and its vector in ``key_vec`` (partitions = key type and the
+        timeline day of the clip's end, metadata = the clip's end for time-scoped KNN).
+        ``ValueError`` on a vector not of shape (384,)."""
         for ktype, (text, origin) in keys.items():
             self.db.execute(
                 "INSERT INTO keys(clip_id, type, text, origin) VALUES(?,?,?,?)",
@@ -180,8 +181,9 @@ class ClipStore:
                 raise ValueError(f"vector for {ktype} has shape {vec.shape}, "
                                  f"expected ({EMBED_DIM},)")
             self.db.execute(
-                "INSERT INTO key_vec(key_id, key_type, clip_end, embedding) VALUES(?,?,?,?)",
-                (key_id, ktype, float(clip_end), vec.tobytes()),
+                "INSERT INTO key_vec(key_id, key_type, day, clip_end, embedding)"
+                " VALUES(?,?,?,?,?)",
+                (key_id, ktype, day_of(clip_end), float(clip_end), vec.tobytes()),
             )
 
     def _index_clip_text(self, clip_id: int, caption: str, transcript: str,
