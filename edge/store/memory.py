@@ -23,10 +23,15 @@ _NO_MEMORY_HINT = "build one with `edge ingest VIDEO...` or `edge ingest-caption
 
 
 def write_error(path: Path, e: Exception) -> StoreError:
-    """A :class:`StoreError` for a failed write (disk full, read-only file, I/O error)."""
+    """A :class:`StoreError` for a failed write (disk full, read-only file, I/O error).
+    sqlite-vec words a full database as "Could not insert a new vector chunk" (a day's first
+    key needs a new chunk): the message then says what that most likely means."""
+    why = str(e)
+    if "new vector chunk" in why:
+        why += " (the vector index needs room for a new chunk: the database or disk is full)"
     return StoreError(
-        f"could not write to the memory {path}: {e}. Check free disk space and that the file "
-        "is writable; everything stored before this point is intact.")
+        f"could not write to the memory {path}: {why}. Check free disk space and that the "
+        "file is writable; everything stored before this point is intact.")
 
 
 def same_file(a: Path, b: Path) -> bool:
