@@ -153,9 +153,9 @@ def build(memory: Memory, hub, *, options: PyramidOptions | None = None,
     ``on_clip(seconds)`` after each clip; ``on_step``: see :class:`Builder`; ``stop()`` is
     asked before each clip — True ends the run there (``interrupted``), and so does a model
     call cancelled by the caller's :func:`~models.cancel.cancel_scope` (that clip stays
-    queued). The global nodes are
-    finalized when the queue holds no pyramid work any more. Raises what
-    :meth:`Builder.build_clip` raises; clips built before stay built.
+    queued; a global-node update cancelled after its clip was stored waits for the next
+    run). The global nodes are finalized when the queue holds no pyramid work any more.
+    Raises what :meth:`Builder.build_clip` raises; clips built before stay built.
     """
     t0 = time.perf_counter()
     report = BuildReport()
@@ -171,7 +171,8 @@ def build(memory: Memory, hub, *, options: PyramidOptions | None = None,
             break
         try:
             seconds = builder.build_clip(item)
-        except GenerationCancelled:  # stopped mid-clip: nothing of it was written
+        except GenerationCancelled:  # mid-clip: nothing written (or only its global update
+            # was cut: the clip is stored, the update is derived again next time)
             report.interrupted = True
             break
         if seconds is not None:
