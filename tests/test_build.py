@@ -251,16 +251,38 @@ def test_build_drains_the_queue_into_what_synchronous_ingest_stores(tmp_path, hu
     assert got == want and want["facts"] and len(want["keys"]) == 10
 
 
-@pytest.mark.slow
-def test_sigkill_during_edge_build_loses_and_duplicates_nothing(tmp_path, hub):
-    src = _caption_file(tmp_path / "caps.json")
+def _queued_memory(tmp_path, hub, *, pyramid: bool):
+    """A memory whose four caption-file clips wait for the LLM tier (keys, or the pyramid)."""
     mem = tmp_path / "m.db"
     with Memory(mem) as m:
-        ingest_caption_file(m, hub, src, deferred=Deferred(pyramid=False))
-    env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
-           "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory", str(mem),
-           "build"]
+        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),
+                            deferred=Deferred(pyramid=pyramid))
+    return mem
+
+
+def _cli_env(tmp_path) -> dict:
+    return {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
+            "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
+
+
+def _build_cmd(mem) -> list[str]:
+    return [sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory", str(mem),
+            "build"]
+
+
+def _interruptible_build(mem, env) -> subprocess.Popen:
+    """`edge build` with its output merged as text and Ctrl-C restored: a shell running the
+    tests in the background hands its children SIGINT ignored."""
+    return subprocess.Popen(_build_cmd(mem), env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+@pytest.mark.slow
+def test_sigkill_during_edge_build_loses_and_duplicates_nothing(tmp_path, hub):
+    mem = _queued_memory(tmp_path, hub, pyramid=False)
+    env = _cli_env(tmp_path)
+    cmd = _build_cmd(mem)
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
@@ -296,17 +318,8 @@ def test_sigkill_during_edge_build_loses_and_duplicates_nothing(tmp_path, hub):
 
 @pytest.mark.slow
 def test_ctrl_c_during_edge_build_stops_after_the_clip_and_says_what_remains(tmp_path, hub):
-    mem = tmp_path / "m.db"
-    with Memory(mem) as m:
-        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),
-                            deferred=Deferred(pyramid=False))
-    env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
-           "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
-    # a shell running the tests in the background hands its children SIGINT ignored
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory",
-                             str(mem), "build"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    mem = _queued_memory(tmp_path, hub, pyramid=False)
+    proc = _interruptible_build(mem, _cli_env(tmp_path))
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -326,16 +339,8 @@ def test_ctrl_c_during_edge_build_stops_after_the_clip_and_says_what_remains(tmp
 @pytest.mark.slow
 def test_a_second_ctrl_c_stops_the_model_call_in_progress_and_keeps_the_clip_queued(tmp_path,
                                                                                      hub):
-    mem = tmp_path / "m.db"
-    with Memory(mem) as m:
-        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),
-                            deferred=Deferred(pyramid=True))
-    env = {**os.environ, "EDGE_HOME": str(tmp_path / "home"),
-           "EDGE_MODELS_DIR": str(models_dir()), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory",
-                             str(mem), "build"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    mem = _queued_memory(tmp_path, hub, pyramid=True)
+    proc = _interruptible_build(mem, _cli_env(tmp_path))
     seen = []
 
     def read() -> None:  # the merged output, as it comes (tqdm writes \r, not lines)
