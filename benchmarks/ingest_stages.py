@@ -165,7 +165,7 @@ def _ingest_one(hub, path: Path, memory_path: Path, pyramid: bool, llm_tier: boo
                built.built, llm_usage)
     row["status"] = report.results[0].status if report.results else "none"
     row["_stage_seconds"] = {s: v["seconds"] for s, v in report.stages.items()}
-    row["_rt_by_role"] = _meter(hub.usage.records[mark:mark_llm]).summary()["by_role"]
+    row["_rt_records"] = hub.usage.records[mark:mark_llm]
     row["_build_records"] = build_records
     print(f"{path.name}: {report.media_seconds:.1f} s footage: real-time tier {rt_wall:.1f} s, "
           f"LLM tier {llm_wall:.1f} s ({built.built} clips)", file=sys.stderr)
@@ -178,13 +178,7 @@ def _total(rows: list[dict], usage_llm: dict) -> dict:
     for r in rows:
         for st, v in r.pop("_stage_seconds").items():
             stage_s[st] = stage_s.get(st, 0.0) + v
-    by_role: dict[str, dict] = {}
-    for r in rows:
-        for role, v in r.pop("_rt_by_role").items():
-            acc = by_role.setdefault(role, {"calls": 0, "tokens_in": 0, "tokens_out": 0,
-                                            "seconds": 0.0})
-            for k in acc:
-                acc[k] += v.get(k, 0)
+    by_role = _meter([rec for r in rows for rec in r.pop("_rt_records")]).summary()["by_role"]
     return _row("**all**", media, sum(r["realtime"]["wall_seconds"] for r in rows),
                 stage_report(stage_s, media, by_role),
                 sum(r["llm_tier"]["wall_seconds"] for r in rows),
