@@ -46,6 +46,14 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
 
 
+def evenly_spaced(n: int, k: int) -> list[int]:
+    """Up to ``k`` indices of ``n`` frames, evenly spaced, ascending, first and last kept."""
+    k = min(n, k)
+    if k <= 1:
+        return list(range(k))
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+
+
 class PerceptionCaptioner:
     """Honest perception captioner (tiny profile).
 
@@ -67,17 +75,10 @@ class PerceptionCaptioner:
         self.face_frames = face_frames
         self.max_text_lines = max_text_lines
 
-    def _face_indices(self, n: int) -> list[int]:
-        """Up to ``face_frames`` frame indices of ``n``, evenly spaced, first and last kept."""
-        k = min(n, self.face_frames)
-        if k <= 1:
-            return list(range(k))
-        return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
-
     def _ocr_indices(self, n: int, changes: list[int]) -> list[int]:
         if n == 0:
             return []
-        even = [round(i * (n - 1) / max(1, self.ocr_frames - 1)) for i in range(self.ocr_frames)]
+        even = evenly_spaced(n, self.ocr_frames)
         picked: list[int] = []
         for i in [*changes, *even]:
             if i not in picked:
@@ -97,7 +98,7 @@ class PerceptionCaptioner:
             motion = float(np.median(diffs)) if diffs else 0.0
             brightness = float(np.mean([f.image.mean() for f in frames]) / 255.0)
             face_counts = [self.faces.count(frames[i].image)
-                           for i in self._face_indices(len(frames))]
+                           for i in evenly_spaced(len(frames), self.face_frames)]
             texts: list[str] = []
             seen: set[str] = set()
             for i in self._ocr_indices(len(frames), changes):
