@@ -11,6 +11,9 @@ from __future__ import annotations
 from edge.prompts import DECOMPOSE_PROMPT, REWRITE_PROMPT, decompose_schema
 from models.llm import ContextOverflowError, LLMOutputError
 
+STYLES = ("phrases", "statements")
+"""What :func:`decompose` writes: atomic search phrases, or statements in the memory's style."""
+
 
 def decompose(llm, question: str, *, max_queries: int = 3,
               choices: list[str] | None = None, style: str = "phrases") -> list[str]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from models import ROLES, WeightsCorruptError, WeightsMissingError, resolve_weights
 from models.hub import REMOTE_BACKEND
+from models.resolve import check_sha256
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ def check_roles(hub, *, load: bool = True) -> list[dict]:
 
                 resolve_mmproj(spec, hub.models_dir)
             row["weights"] = str(path) if path else "(none needed)"
+            if load and spec.source == "path" and spec.option("sha256") and path.is_file():
+                check_sha256(spec, path)  # a file of the user's: still what was registered?
             if load:
                 t0 = time.perf_counter()
                 row["detail"] = _exercise(hub, role)

@@ -183,6 +183,13 @@ def _names(text: str) -> tuple[Counter, set[str]]:
     return counts, acting
 
 
+def acting_names(text: str) -> list[str]:
+    """The names seen speaking or acting in ``text`` (rules of the module doc), lowercased,
+    in order of first appearance: the persons of a fact node."""
+    counts, acting = _names(text)
+    return [n for n in counts if n in acting]
+
+
 def _objects(object_key: str) -> list[str]:
     """The subject phrase(s) of a MERIT object key (see the module doc)."""
     m = _COPULA.search(object_key)

@@ -76,11 +76,11 @@ def extractive_keys(caption: str) -> ClipKeys:
 def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
                  max_tokens: int = 300) -> ClipKeys:
     """Four MERIT keys for ``caption`` from the memory LLM (MERIT Eq. 5): one call with role
-    ``memory_llm``, constrained by :data:`edge.prompts.KEY_SCHEMA`, the caption cut to
+    ``memory_llm``, validated against :data:`edge.prompts.KEY_SCHEMA`, the caption cut to
     ``max_caption_tokens``.
 
     Falls back to :func:`extractive_keys` (``origin="extractive"``) when the model's output
-    is invalid twice (the call and its repair), a key comes back empty, or the caption does
+    is invalid twice (the call and its retry), a key comes back empty, or the caption does
     not fit the context. Raises nothing for bad model output; the backend's setup errors
     (:data:`edge.errors.MODEL_ERRORS`) propagate.
     """
@@ -93,7 +93,7 @@ def extract_keys(llm, caption: str, *, max_caption_tokens: int = 1500,
     ]
     try:
         obj = llm.chat_json(messages, role="memory_llm", schema=KEY_SCHEMA,
-                            max_tokens=max_tokens)
+                            max_tokens=max_tokens, keep_prefix=True)
     except (LLMOutputError, ContextOverflowError):
         return extractive_keys(caption)
     clean = {k: clean_text(obj[k]) for k in KEY_SCHEMA["required"]}

@@ -1,8 +1,8 @@
 """Every prompt and JSON schema the models are given, in one place.
 
 Memory construction (role ``memory_llm``): MERIT key extraction (MERIT §3.3, Eq. 5;
-Appendix 0.F, in our words), the PyraVid per-clip call (keys + fact nodes + clip node,
-PyraVid App. B.1), relational-link judging and global-node updates (PyraVid App. B.3).
+Appendix 0.F, in our words), the PyraVid per-clip call (keys + fact nodes + scene, PyraVid
+App. B.1), relational-link judging and global-node updates (PyraVid App. B.3).
 Recall and answer (role ``solver``): MARQUIS query decomposition (§3.1), MERIT neighbor
 filtering (§3.4, Eq. 9), PyraVid pruning (§3.3, App. B.4), the per-round sufficiency
 decision and the final answer of the agent loop (MERIT Appendix 0.A).
@@ -55,31 +55,15 @@ EXAMPLE_OUT = ('{"event": "The view moves past a sign while two people are visib
 
 # ---- memory construction: the PyraVid pyramid ---------------------------------------------
 
-FACT_KINDS: tuple[str, ...] = ("action", "speech", "object", "person", "scene")
-
-
 def clip_schema(*, with_keys: bool, max_facts: int = 3) -> dict:
-    """JSON schema of the per-clip memory call: [keys +] facts + clip summary + scene.
+    """JSON schema of the per-clip memory call: [keys +] facts (plain sentences) + scene.
 
     Length caps keep the whole object inside ``max_tokens`` so llama.cpp's grammar closes
     the JSON instead of being cut off (as in :data:`KEY_SCHEMA`).
     """
     props: dict = dict(KEY_SCHEMA["properties"]) if with_keys else {}
-    props["facts"] = {
-        "type": "array", "minItems": 1, "maxItems": max_facts,
-        "items": {
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "minLength": 3, "maxLength": 140},
-                "kind": {"type": "string", "enum": list(FACT_KINDS)},
-                "names": {"type": "array", "maxItems": 4,
-                          "items": {"type": "string", "minLength": 1, "maxLength": 40}},
-            },
-            "required": ["text", "kind", "names"],
-            "additionalProperties": False,
-        },
-    }
-    props["clip_summary"] = {"type": "string", "minLength": 3, "maxLength": 240}
+    props["facts"] = {"type": "array", "minItems": 1, "maxItems": max_facts,
+                      "items": {"type": "string", "minLength": 3, "maxLength": 140}}
     props["scene"] = {"type": "string", "minLength": 1, "maxLength": 80}
     return {"type": "object", "properties": props, "required": list(props),
             "additionalProperties": False}
@@ -90,10 +74,13 @@ clip's description. Use only what the description states; never invent. "I" is t
 wearer; use names when the description gives them.
 Return a JSON object with these fields:{keys}
 - "facts": the separate things that happen, in the order they happen, at most {max_facts}; \
-each is {{"text": one short sentence (under 20 words) saying who did or said what, \
-"kind": one of action, speech, object, person, scene, "names": the people named in it}}.
-- "clip_summary": one or two sentences about the whole clip.
+each one short sentence (under 20 words) saying who did or said what.
 - "scene": where it takes place, in a few words ("unknown" if not stated)."""
+# Issue 13: the reply is most of the LLM tier's time on the device (~0.1 s a generated token
+# on 2 cores). Facts were objects with a "kind" and the "names" in them, and a separate
+# "clip_summary" followed: ~16 tokens of JSON per fact and ~25 for the summary. Now the kind
+# and the persons of a fact come from rules (edge.pyramid.clip_memory) and the clip node's
+# summary from the event and dialogue keys.
 
 KEYS_HELP = """
 - "event": the physical actions or happenings, in one short sentence.
@@ -104,17 +91,18 @@ KEYS_HELP = """
 # The same deliberately bland worked example as EXAMPLE_OUT (see there why it is bland),
 # split so the keys can be left out when a caption file provides them.
 EXAMPLE_CLIP_KEYS = EXAMPLE_OUT[1:-1] + ", "
-EXAMPLE_CLIP_REST = ('"facts": [{"text": "The view moves past a sign reading OPEN 9-5", '
-                     '"kind": "object", "names": []}, {"text": "Someone asks whether the bakery '
-                     'is open today", "kind": "speech", "names": []}], "clip_summary": "Passing a '
-                     'bakery sign, someone asks if the bakery is open today.", '
-                     '"scene": "unknown"}')
+EXAMPLE_CLIP_REST = ('"facts": ["The view moves past a sign reading OPEN 9-5", "Someone asks '
+                     'whether the bakery is open today"], "scene": "unknown"}')
 
 LINK_PROMPT = """You link memories of a person's day. Each numbered pair has a NEW fact and \
-an EARLIER fact. Say whether there is a clear relation between them: the same activity \
-continued, cause and effect, the same object, place or plan referred to again, a question \
-and its answer, the same person doing related things. Similar wording alone is not a \
-relation. "relation" is a few words naming it, or "" when not related. Answer every pair."""
+an EARLIER fact. A pair is related when there is a clear relation between them: the same \
+activity continued, cause and effect, the same object, place or plan referred to again, a \
+question and its answer, the same person doing related things. Similar wording alone is not \
+a relation. Reply with a JSON object that lists only the related pairs, each with a few \
+words naming the relation: {"links": [{"pair": 2, "relation": "same plan"}]}, or \
+{"links": []} when no pair is related."""
+# Asking for a verdict on every pair cost ~10 output tokens a pair (61 for a typical clip's
+# six); most pairs are unrelated, so listing only the related ones keeps the reply short.
 
 GLOBAL_PROMPT = """You keep a running summary of {what} of a person's life ("I" is the \
 camera wearer). You get the summary so far and new events. Write the updated summary: keep \
@@ -126,20 +114,21 @@ Reply with the updated summary only, as plain sentences."""
 
 
 def link_schema(n: int) -> dict:
-    """Schema of the batched relation call: exactly ``n`` judgements, one per pair."""
+    """Schema of the batched relation call: ``{"links": [{"pair": 1…n, "relation": str}]}``,
+    the related pairs only (at most ``n``)."""
     return {
         "type": "object",
-        "properties": {"judgements": {
-            "type": "array", "minItems": n, "maxItems": n,
+        "properties": {"links": {
+            "type": "array", "maxItems": n,
             "items": {
                 "type": "object",
                 "properties": {"pair": {"type": "integer", "minimum": 1, "maximum": n},
-                               "related": {"type": "boolean"},
-                               "relation": {"type": "string", "maxLength": 60}},
-                "required": ["pair", "related", "relation"],
+                               "relation": {"type": "string", "minLength": 1,
+                                            "maxLength": 60}},
+                "required": ["pair", "relation"],
                 "additionalProperties": False,
             }}},
-        "required": ["judgements"],
+        "required": ["links"],
         "additionalProperties": False,
     }
 
@@ -258,17 +247,23 @@ ends the user turn (:data:`ANSWER_INSTRUCTION`, :data:`DECIDE_INSTRUCTION`,
 :data:`SUFFICIENCY_INSTRUCTION`), so consecutive calls of one question share their prefix —
 system prompt, question, notes — and llama.cpp reuses its KV cache for it (issue 12)."""
 
-CHOICE_INSTRUCTION = """
-This is a multiple-choice question: "answer" is the letter of the one best choice and \
-"reason" says in one sentence why."""
-"""Added after :data:`DECIDE_INSTRUCTION` / :data:`ANSWER_INSTRUCTION` only for a
-multiple-choice question: said to every question, the 1.5B answered open questions with a
-letter."""
+ANSWER_FIELD = """- "answer": a direct answer to the question in one or two sentences;"""
+CHOICE_FIELDS = """- "answer": the letter of the one best choice;
+- "reason": one sentence saying why;"""
+
+
+def for_choices(instruction: str) -> str:
+    """:data:`DECIDE_INSTRUCTION` or :data:`ANSWER_INSTRUCTION` for a multiple-choice
+    question: the "answer" line asks for the letter and a "reason" line follows. Said to
+    every question, the 1.5B answered open questions with a letter; said in a sentence after
+    the list of fields, a reply written without the grammar left "reason" out."""
+    return instruction.replace(ANSWER_FIELD, CHOICE_FIELDS)
+
 
 DECIDE_INSTRUCTION = """
 
 Reply with a JSON object:
-- "answer": a direct answer to the question in one or two sentences;
+""" + ANSWER_FIELD + """
 - "cited": the numbers of the notes the answer relies on;
 - "sufficient": true if the notes contain what the question needs, false otherwise;
 - "search": when not sufficient, a short search query for what is missing; else ""."""
@@ -277,7 +272,7 @@ Reply with a JSON object:
 ANSWER_INSTRUCTION = """
 
 Reply with a JSON object:
-- "answer": a direct answer to the question in one or two sentences;
+""" + ANSWER_FIELD + """
 - "cited": the numbers of the notes the answer relies on."""
 """The final answer call of ``loop="merit"``."""
 

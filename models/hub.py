@@ -69,10 +69,17 @@ class ModelHub:
                                 dim=spec.option("dim", 384),
                                 max_tokens=spec.option("max_tokens", 256),
                                 threads=self.threads, usage=self.usage)
+        if spec.backend == "llama.cpp-embedder":
+            from models.embedder import LlamaCppEmbedder
+
+            return LlamaCppEmbedder(path, name=spec.name, dim=spec.option("dim", 384),
+                                    max_tokens=spec.option("max_tokens", 256),
+                                    threads=self.threads, usage=self.usage)
         if spec.backend == "llama.cpp":
             from models.llm import LlamaCppLLM
 
             return LlamaCppLLM(path, name=spec.name, n_ctx=spec.option("n_ctx", 4096),
+                               grammar=spec.option("grammar", "on_failure"),
                                threads=self.threads, usage=self.usage,
                                chat_format=spec.option("chat_format"))
         if spec.backend == "perception":
@@ -149,6 +156,16 @@ class ModelHub:
     def llm(self, role: str):
         """The LLM serving ``role`` (``memory_llm`` or ``solver``)."""
         return self.get(role)
+
+    def reset_caches(self) -> None:
+        """Empty the KV caches and prompt-prefix snapshots of the loaded local LLMs
+        (:meth:`models.llm.LlamaCppLLM.reset`); the models stay loaded."""
+        with self._lock:
+            models = list(self._cache.values())
+        for model in models:
+            reset = getattr(model, "reset", None)
+            if callable(reset):
+                reset()
 
     def close(self) -> None:
         """Release native resources (llama.cpp contexts) explicitly."""

@@ -177,11 +177,17 @@ def load_manifest_with_user(user_file: Path | None) -> Manifest:
     """
     if user_file is None or not Path(user_file).exists():
         return load_manifest()
-    shipped = tomllib.loads(resources.files("models").joinpath("manifest.toml").read_text("utf-8"))
     try:
         user = tomllib.loads(Path(user_file).read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{user_file}: cannot read the user profiles file: {e}") from None
+    return merge_user_tables(user, user_file)
+
+
+def merge_user_tables(user: dict[str, Any], user_file: Path | str) -> Manifest:
+    """The shipped manifest with the parsed user file ``user`` merged over it (as
+    :func:`load_manifest_with_user`); raises :class:`ConfigError` naming ``user_file``."""
+    shipped = tomllib.loads(resources.files("models").joinpath("manifest.toml").read_text("utf-8"))
     unknown = set(user) - _USER_TABLES
     if unknown:
         raise ConfigError(f"{user_file}: unknown top-level key(s) {sorted(unknown)}; "

@@ -71,6 +71,57 @@ def verify_gguf(path: Path, size: int | None, sha256: str | None) -> None:
         raise WeightsCorruptError(f"{path}: sha256 mismatch (expected {sha256})")
 
 
+GGUF_BACKENDS = ("llama.cpp", "llama.cpp-embedder", "llama.cpp-vlm")
+"""Backends whose weights file is one GGUF (checked for the magic bytes before loading)."""
+
+
+def readd_command(spec: ModelSpec, path: Path) -> str:
+    """The ``edge models add --force`` command that registers ``path`` again as ``spec``
+    (keeping its backend, ``derived_from`` and ``quant``)."""
+    words = ["edge models add --force", spec.name, str(path), "--backend", spec.backend]
+    if spec.option("derived_from"):
+        words += ["--from", spec.option("derived_from")]
+    if spec.option("quant"):
+        words += ["--quant", spec.option("quant")]
+    return " ".join(words)
+
+
+def changed_error(spec: ModelSpec, path: Path, detail: str) -> WeightsCorruptError:
+    """The error for a registered file that is not what was registered (``detail`` says how)."""
+    return WeightsCorruptError(
+        f"model {spec.name!r}: {path} changed since it was registered ({detail}): "
+        f"re-register with `{readd_command(spec, path)}`")
+
+
+def check_registered(spec: ModelSpec, path: Path) -> None:
+    """The cheap check of a ``source = "path"`` file before every load: its recorded
+    ``size`` (when one is recorded) and, for a GGUF backend, the magic bytes. Raises
+    :class:`WeightsCorruptError` saying how to re-register it; the full sha256 is checked
+    by :func:`check_sha256` (``edge models verify``)."""
+    if not path.is_file():
+        return  # a folder (a CTranslate2 model): nothing to compare
+    size, actual = spec.option("size"), path.stat().st_size
+    if size is not None and actual != size:
+        raise changed_error(spec, path, f"{actual} bytes, registered {size}")
+    if spec.backend in GGUF_BACKENDS:
+        with open(path, "rb") as f:
+            if f.read(4) != GGUF_MAGIC:
+                raise WeightsCorruptError(
+                    f"model {spec.name!r}: {path} is not a GGUF file (bad magic), but "
+                    f"backend {spec.backend!r} loads GGUF files")
+
+
+def check_sha256(spec: ModelSpec, path: Path) -> str:
+    """Hash ``path`` and compare it with the ``sha256`` recorded for ``spec``; returns the
+    digest. Raises :class:`WeightsCorruptError` (:func:`changed_error`) on a mismatch; a
+    spec without a recorded checksum (or ``"unverified"``) is not compared."""
+    digest = sha256_file(path)
+    expected = spec.option("sha256")
+    if expected and expected != "unverified" and digest != expected:
+        raise changed_error(spec, path, f"sha256 {digest[:12]}…, registered {expected[:12]}…")
+    return digest
+
+
 def _assemble_chunks(spec: ModelSpec, models_dir: Path) -> Path:
     target = models_dir / spec.option("file")
     size, digest = spec.option("size"), spec.option("sha256")
@@ -149,7 +200,12 @@ def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
     if source == "path":
         path = Path(os.path.expanduser(spec.option("path", "")))
         if not path.exists():
+            if spec.option("sha256"):  # registered by `edge models add`: no package to install
+                raise WeightsMissingError(
+                    f"model {spec.name!r}: file {path} does not exist; put it back, or "
+                    f"register the new place with `{readd_command(spec, path)}`")
             raise _missing(spec, f"file {path} does not exist")
+        check_registered(spec, path)
         return path
     if source in ("package_dir", "package_file"):
         mod = _import(spec, spec.option("module"))

@@ -17,6 +17,9 @@ class CallRecord:
     ``tokens_evaluated``: the prompt tokens the model really evaluated, ``tokens_in`` minus
     those served from the KV cache of the previous call (llama.cpp reuses the longest common
     prefix). A backend that cannot know leaves it out: it then equals ``tokens_in``.
+    ``retry``: the call asked again for a JSON reply the previous call got wrong (the
+    grammar-constrained retry or the repair of ``chat_json``); counted, and also totalled
+    apart as ``retries``.
     """
 
     role: str
@@ -25,6 +28,7 @@ class CallRecord:
     tokens_out: int
     seconds: float
     tokens_evaluated: int | None = None
+    retry: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens_evaluated is None:
@@ -57,11 +61,12 @@ class UsageMeter:
     def summary(self, since: int = 0) -> dict:
         """Totals of the calls after position ``since``.
 
-        Returns ``{"calls", "tokens_in", "tokens_evaluated", "tokens_out", "seconds",
+        Returns ``{"calls", "retries", "tokens_in", "tokens_evaluated", "tokens_out", "seconds",
         "by_role": {role: ...}, "llm": {...}}`` (the same keys in each); ``llm`` totals only
         the LLM roles (memory LLM, solver), whose tokens are LLM tokens (the embedder counts
         its own WordPiece tokens). ``tokens_evaluated`` ≤ ``tokens_in``: the prompt tokens
-        not served from a KV cache (:class:`CallRecord`).
+        not served from a KV cache (:class:`CallRecord`); ``retries`` ≤ ``calls``: the calls
+        that asked again for a reply the previous one got wrong.
         """
         recs = self.records[since:]
         by_role: dict[str, list[CallRecord]] = {}
@@ -79,6 +84,7 @@ class UsageMeter:
 def _totals(recs: list[CallRecord]) -> dict:
     return {
         "calls": len(recs),
+        "retries": sum(1 for r in recs if r.retry),
         "tokens_in": sum(r.tokens_in for r in recs),
         "tokens_evaluated": sum(r.tokens_evaluated for r in recs),
         "tokens_out": sum(r.tokens_out for r in recs),

@@ -42,8 +42,11 @@ def day(tmp_path_factory, hub):
         yield m
 
 
-def _solver_calls(hub, mark) -> int:
-    return hub.usage.summary(mark)["by_role"].get("solver", {}).get("calls", 0)
+def _solver_calls(hub, mark, *, retries: bool = False) -> int:
+    """Solver calls since ``mark``; without ``retries``, a call that asked again for a reply
+    that broke its JSON schema (:meth:`models.llm.LlamaCppLLM.chat_json`) is not counted."""
+    recs = [r for r in hub.usage.records[mark:] if r.role == "solver"]
+    return sum(1 for r in recs if retries or not r.retry)
 
 
 def _anchored(memory, round_ids: list[list[int]], delta: int) -> Evidence:
@@ -61,11 +64,12 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
     assert {f.name: f.default for f in dataclasses.fields(AskOptions)} == {
         "at": None, "window": None, "auto_window": True, "top_n": None, "delta": 2,
         "max_rounds": 5, "key_types": INDEX_TYPES, "retrieval": "hybrid", "loop": "adaptive",
-        "decompose": False, "fusion": "rrf", "rrf_k": 60, "choices": None,
-        "choice_queries": True, "choice_slots": True, "spread": 2, "split_events": True,
-        "aggregate": False, "day_part": "wide", "distill_tokens": 800, "hints": True,
-        "neighbor_filter": False, "pyramid": None, "frames": None, "answer_tokens": 300,
-        "anchor_tokens": 300, "neighbor_tokens": 100}
+        "decompose": False, "decompose_style": "phrases", "fusion": "rrf", "rrf_k": 60,
+        "choices": None, "choice_scoring": "generate", "choice_queries": True,
+        "choice_slots": True, "spread": 2,
+        "split_events": True, "aggregate": False, "day_part": "wide", "distill_tokens": 800,
+        "hints": True, "neighbor_filter": False, "pyramid": None, "frames": None,
+        "answer_tokens": 300, "anchor_tokens": 300, "neighbor_tokens": 100}
 
 
 def test_overrides_replace_fields_by_name_and_unknown_names_are_refused():
@@ -239,7 +243,7 @@ def test_decomposition_gives_atomic_sub_queries_in_one_call(hub):
 def test_one_round_merit_loop_filters_then_answers(day, hub):
     mark, lines = hub.usage.mark(), []
     res = ask(day, hub, Q, AskOptions(choices=CHOICES, max_rounds=1, top_n=3, delta=1,
-                                      loop="merit"),
+                                      loop="merit", choice_scoring="generate"),
               at=parse_moment("DAY1 11:21"), on_progress=lines.append)
     assert len(res.rounds) == 1 and res.rounds[0].decision is None  # no sufficiency call
     assert set(res.rounds[0].filtered) == {a["clip_id"] for a in res.rounds[0].anchors}
@@ -259,6 +263,30 @@ def test_one_round_merit_loop_filters_then_answers(day, hub):
     assert list(out["rounds"][0]) == ["round", "query", "anchors", "evidence", "decision",
                                       "queries", "filtered", "expanded"]
     assert out["scope"] == {"label": "", "start": None, "end": parse_moment("DAY1 11:21")}
+
+
+@pytest.mark.slow
+def test_a_likelihood_answer_reads_letter_and_verification_probabilities_and_writes_nothing(
+        day, hub):
+    """``choice_scoring="likelihood"``: one letter call and one verification call per
+    option, 0 output tokens, the later calls evaluating only their tails after the shared
+    notes; the answer is the best-scoring letter with its option as the reason, the scores
+    are probabilities, and the cited notes are evidence clips."""
+    mark = hub.usage.mark()
+    res = ask(day, hub, Q, AskOptions(choices=CHOICES, max_rounds=1, top_n=3, delta=1,
+                                      choice_scoring="likelihood"),
+              at=parse_moment("DAY1 11:21"))
+    recs = [r for r in hub.usage.records[mark:] if r.role == "solver"]
+    assert len(recs) == 1 + len(CHOICES) and all(r.tokens_out == 0 for r in recs)
+    assert all(r.tokens_evaluated < recs[0].tokens_in // 2 for r in recs[1:])  # KV reuse
+    scores = res.extra["scores"]
+    assert abs(sum(s["score"] for s in scores.values()) - 1) < 1e-3
+    assert abs(sum(s["letter"] for s in scores.values()) - 1) < 1e-3
+    assert res.answer == max(scores, key=lambda L: scores[L]["score"])
+    assert res.extra["reason"] == dict(zip("ABCD", CHOICES))[res.answer]
+    decision = res.rounds[0].decision
+    assert decision["sufficient"] and decision["cited_clips"]
+    assert set(decision["cited_clips"]) <= set(res.rounds[0].evidence)
 
 
 @pytest.mark.slow
@@ -288,7 +316,8 @@ def test_an_unusable_reply_degrades_to_the_evidence(day, hub):
               at=parse_moment("DAY1 11:21"), answer_tokens=3)  # no JSON fits in 3 tokens
     assert res.answer == "" and "cut off" in res.note and res.rounds[0].decision is None
     assert res.moments and not res.sufficient and res.final is None
-    assert _solver_calls(hub, mark) == 4  # the reply and its repair, at 3 and at 6 tokens
+    # the reply and its retry under the grammar, at 3 and at 6 tokens
+    assert _solver_calls(hub, mark, retries=True) == 4
 
 
 def test_a_reply_budget_that_leaves_no_room_for_evidence_is_refused_before_any_call(

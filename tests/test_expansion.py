@@ -36,7 +36,10 @@ def pyramid_memory(memory, hub):
 
 
 def _solver_calls(hub, mark) -> int:
-    return hub.usage.summary(mark)["by_role"].get("solver", {}).get("calls", 0)
+    """Solver calls since ``mark``, not counting the retries of a reply that broke its JSON
+    schema (:class:`models.usage.CallRecord`)."""
+    s = hub.usage.summary(mark)["by_role"].get("solver", {})
+    return s.get("calls", 0) - s.get("retries", 0)
 
 
 def test_expansion_follows_seeds_relations_and_linked_clips(pyramid_memory, hub):

@@ -46,7 +46,8 @@ def test_one_batched_call_returns_relevant_info_per_anchor(memory, hub):
     assert list(out) == [h.anchor.id for h in hoods]  # one entry per anchor, in order
     assert all(v == " ".join(v.split()) for v in out.values())
     assert "screw" in " ".join(out.values()).lower(), out  # what the question is about
-    assert hub.usage.summary(mark)["by_role"]["solver"]["calls"] == 1  # one batched call
+    solver = hub.usage.summary(mark)["by_role"]["solver"]
+    assert solver["calls"] - solver["retries"] == 1  # one batched call (+ a JSON retry, if any)
 
 
 class _Sizes:

@@ -235,3 +235,6 @@ def test_bad_lever_options_are_refused():
         AskOptions(day_part="loose").check()
     with pytest.raises(ValueError, match="spread"):
         AskOptions(spread=-1).check()
+    with pytest.raises(ValueError, match="decompose_style 'hyde'; use phrases or statements"):
+        AskOptions(decompose=True, decompose_style="hyde").check()
+    AskOptions(decompose=True, decompose_style="statements").check()

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from models import GenerationCancelled, cancel_scope
-from models.llm import JsonFieldStream
+from models.llm import JsonFieldStream, fit_to_schema, schema_token_cap
 from models.usage import CallRecord, UsageMeter
 
 SYSTEM = {"role": "system", "content": "You answer questions about a day of video, using only "
@@ -50,6 +50,38 @@ def test_a_shared_prompt_prefix_is_served_from_the_kv_cache(hub):
     assert hub.usage.records[-2].tokens_evaluated == second.tokens_evaluated
 
 
+def test_a_role_s_constant_prefix_survives_calls_of_other_roles_in_between(hub):
+    """``keep_prefix``: the memory LLM's per-clip prompts share their instructions; a call
+    with other instructions in between (the link judgement) evicts them from llama.cpp's
+    cache, and the snapshot taken after the role's first call (all but its last message)
+    puts them back — the second per-clip call evaluates only its new tail; the third too,
+    after the snapshot was lengthened to what the first two prompts shared; and each answers
+    exactly as with a fresh cache."""
+    llm = hub.llm("memory_llm")
+    clip_system = {"role": "system", "content": "You describe clips. "
+                   + "\n".join(EVIDENCE.splitlines()[:4])}
+
+    def clip(desc: str):
+        return llm.chat([clip_system, {"role": "user", "content": f"Description: {desc}"}],
+                        role="memory_llm", max_tokens=12, keep_prefix=True)
+
+    first = clip("I open the fridge.")
+    after_first = llm._prefixes.tokens("memory_llm")
+    assert 100 < after_first < first.tokens_in - 5  # the system message, not the clip
+    llm.chat(_ask("What colour is the cup?"), role="memory_llm.links", max_tokens=4)
+    second = clip("Alice cuts a cake.")
+    assert second.tokens_evaluated <= second.tokens_in - after_first + 1
+    shared = llm._prefixes.tokens("memory_llm")
+    assert after_first <= shared and second.tokens_in - shared < 15  # the instructions, kept
+    llm.chat(_ask("What colour is the cup?"), role="memory_llm.links", max_tokens=4)
+    third = clip("Jake carries a box upstairs.")
+    assert third.tokens_evaluated <= third.tokens_in - shared + 1
+    llm.reset()  # a fresh cache, no snapshots: the same call evaluates its whole prompt
+    assert llm._prefixes.tokens("memory_llm") == 0
+    fresh = clip("Jake carries a box upstairs.")
+    assert fresh.tokens_evaluated == fresh.tokens_in and fresh.text == third.text
+
+
 def test_a_streamed_reply_arrives_piece_by_piece_and_matches_the_plain_call(hub):
     """``on_token`` gets the text while it is written, on the calling thread; the pieces
     join to the text and the result (counts included) is the one of the unstreamed call."""
@@ -74,14 +106,15 @@ def test_a_streamed_reply_arrives_piece_by_piece_and_matches_the_plain_call(hub)
 
 
 def test_a_streamed_json_answer_shows_its_answer_field_as_it_is_written(hub):
-    """``chat_json`` streams the constrained reply; a :class:`JsonFieldStream` turns it into
+    """``chat_json`` streams the reply; a :class:`JsonFieldStream` turns it into
     the growing ``answer`` text, which ends as the parsed object's answer. An ended reply
     ("stop") counts the same tokens streamed or not."""
     llm = hub.llm("solver")
     schema = {"type": "object", "properties": {"answer": {"type": "string"},
                                                "sufficient": {"type": "boolean"}},
               "required": ["answer", "sufficient"]}
-    msgs = [{"role": "system", "content": "Reply in JSON."},
+    msgs = [{"role": "system", "content": 'Reply with only a JSON object: {"answer": the '
+             'answer in a few words, "sufficient": true if the notes answer the question}.'},
             {"role": "user", "content": 'Notes: [1] I put the keys in the "red" bowl.\n'
              "Question: where are the keys?"}]
     raw: list[str] = []
@@ -132,8 +165,8 @@ def test_usage_summary_reports_tokens_evaluated_beside_tokens_in():
     s = meter.summary()
     assert (s["tokens_in"], s["tokens_evaluated"]) == (750, 370)
     assert (s["llm"]["tokens_in"], s["llm"]["tokens_evaluated"]) == (700, 320)
-    assert s["by_role"]["solver"] == {"calls": 1, "tokens_in": 400, "tokens_evaluated": 20,
-                                      "tokens_out": 10, "seconds": 1.0}
+    assert s["by_role"]["solver"] == {"calls": 1, "retries": 0, "tokens_in": 400,
+                                      "tokens_evaluated": 20, "tokens_out": 10, "seconds": 1.0}
     assert meter.as_dicts()[0]["tokens_evaluated"] == 20
 
 
@@ -182,3 +215,70 @@ def test_json_field_stream_ignores_other_fields_and_non_strings():
     got, text = _stream('{"answer": "first", "answer": "second"}', [])
     assert text == "first"
     assert _stream('{"answer": "lone \\ud83d high"}', [])[1] == "lone \ufffd high"
+
+
+def test_a_free_reply_that_breaks_the_schema_is_asked_again_under_the_grammar(hub):
+    """``grammar="on_failure"`` (the default): the first reply is unconstrained; one that
+    does not validate (here the 0.5B, told only "Reply in JSON.", invents its own keys) is
+    followed by the same messages under the schema's grammar, whose prompt comes from the KV
+    cache. Two metered calls; the object validates."""
+    llm = hub.llm("solver")
+    assert llm.grammar == "on_failure"
+    schema = {"type": "object", "properties": {"answer": {"type": "string"},
+                                               "sufficient": {"type": "boolean"}},
+              "required": ["answer", "sufficient"], "additionalProperties": False}
+    msgs = [{"role": "system", "content": "Reply in JSON."},
+            {"role": "user", "content": 'Notes: [1] I put the keys in the "red" bowl.\n'
+             "Question: where are the keys?"}]
+    free = llm.chat(msgs, role="solver", max_tokens=80)
+    assert set(json.loads(free.text[free.text.find("{"):free.text.rfind("}") + 1])) != {
+        "answer", "sufficient"}  # the case under test: the free reply breaks the schema
+    mark = hub.usage.mark()
+    out = llm.chat_json(msgs, role="solver", schema=schema, max_tokens=80)
+    assert set(out) == {"answer", "sufficient"} and "red" in out["answer"].lower()
+    first, second = hub.usage.records[mark:]
+    assert first.tokens_out and second.tokens_evaluated <= 1  # the retry's prompt: cached
+    assert (first.retry, second.retry) == (False, True)
+    assert hub.usage.summary(mark)["by_role"]["solver"]["retries"] == 1
+
+
+def test_a_free_reply_is_cut_to_the_schema_s_caps_as_the_grammar_would_have_cut_it():
+    """Pure: lists to ``maxItems``, strings to ``maxLength`` at a word boundary, through
+    nested objects and arrays; types and keys the schema does not cap are left alone."""
+    schema = {"type": "object", "properties": {
+        "facts": {"type": "array", "maxItems": 2,
+                  "items": {"type": "string", "maxLength": 12}},
+        "scene": {"type": "string", "maxLength": 5},
+        "n": {"type": "integer"}}}
+    reply = {"facts": ["I open the fridge door", "ok", "third"], "scene": "kitchenette",
+             "n": 3, "extra": "x" * 50}
+    assert fit_to_schema(reply, schema) == {"facts": ["I open the", "ok"], "scene": "kitch",
+                                            "n": 3, "extra": "x" * 50}
+    assert fit_to_schema("not an object", schema) == "not an object"
+
+
+def test_a_free_reply_s_token_budget_is_the_longest_reply_the_schema_lets_through():
+    """Pure: capped strings, enums, numbers and lists add up (compact JSON, 2.5 characters
+    a token, +40 for a code fence and indentation); an uncapped string means no budget."""
+    capped = {"type": "object", "properties": {
+        "answer": {"type": "string", "enum": ["A", "B"]},
+        "facts": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 20}},
+        "ok": {"type": "boolean"}, "n": {"type": "integer"}}}
+    chars = 2 + (6 + 4 + 3) + (5 + 4 + 2 * (22 + 2) + 2) + (2 + 4 + 5) + (1 + 4 + 12)
+    assert schema_token_cap(capped) == int(chars / 2.5) + 40
+    assert schema_token_cap({"type": "object", "properties": {"text": {"type": "string"}}}) is None
+
+
+def test_choice_probabilities_read_the_reply_s_first_token_without_generating(hub):
+    """``choice_probabilities``: one forward pass gives each choice's probability (summing
+    to 1) as the reply's first token; the most likely choice is the letter greedy decoding
+    writes first, and the call is counted with 0 output tokens."""
+    llm = hub.llm("solver")
+    msgs = [{"role": "user", "content": "Which is a fruit? A. hammer  B. apple  C. chair  "
+                                        "D. shoe. Reply with the letter only."}]
+    mark = hub.usage.mark()
+    probs = llm.choice_probabilities(msgs, {c: (c,) for c in "ABCD"}, role="solver")
+    rec = hub.usage.records[mark]
+    assert abs(sum(probs.values()) - 1) < 1e-6 and (rec.tokens_out, rec.role) == (0, "solver")
+    reply = llm.chat(msgs, role="solver", max_tokens=2).text.strip()
+    assert max(probs, key=probs.get) == reply[0]

@@ -24,6 +24,23 @@ def test_embedder_gives_unit_384d_vectors_that_rank_meaning(hub):
                                atol=1e-5)
 
 
+def test_embedder_batches_are_bounded_in_padded_tokens_and_embed_as_one_at_a_time(hub):
+    """Length-sorted batches: at most ``batch_size`` texts and ``batch_tokens`` padded
+    tokens (32 captions padded to 256 tokens took the process to ~1 GB), every text once
+    in order; rows equal those embedded one by one."""
+    from models.embedder import _batches
+
+    lengths = [5] * 40 + [100] * 30 + [256] * 9
+    batches = _batches(list(range(len(lengths))), lengths, 32, 2048)
+    assert [i for b in batches for i in b] == list(range(len(lengths)))
+    assert all(len(b) <= 32 and len(b) * max(lengths[i] for i in b) <= 2048 for b in batches)
+    assert [len(b) for b in batches] == [32, 20, 18, 8, 1]  # 20 × 100 ≤ 2048 < 21 × 100
+    texts = [" ".join(["word"] * n) for n in (3, 120, 40, 250)]
+    rows = hub.embedder.embed(texts)
+    ones = np.stack([hub.embedder.embed([t])[0] for t in texts])
+    np.testing.assert_allclose(rows, ones, atol=1e-5)
+
+
 def test_asr_on_shared_narrated_speech(hub):
     audio = load_audio(shared(SHARED / "audio" / "narrated_speech_17s.mp3"))
     segs = hub.transcriber.transcribe(audio)

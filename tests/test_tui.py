@@ -30,6 +30,7 @@ from tui.app import EdgeApp  # noqa: E402
 from tui.screens.chat import ChatScreen  # noqa: E402
 from tui.screens.clip import ClipScreen  # noqa: E402
 from tui.screens.help import HelpScreen  # noqa: E402
+from tui.screens.report import ReportScreen  # noqa: E402
 from tui.screens.timeline import TimelineScreen  # noqa: E402
 from tui.session import memory_status, remote_roles  # noqa: E402
 from tui.widgets.clip_view import ClipView  # noqa: E402
@@ -132,6 +133,66 @@ def test_a_question_shows_progress_then_the_answer_and_its_evidence(day, hub):
     with Memory(path, create=False) as m:  # the question's model calls were stored
         calls = {c["role"]: c["calls"] for c in m.call_totals() if c["command"] == "chat"}
     assert calls.get("solver", 0) >= answer.usage["llm"]["calls"] >= 1
+
+
+@pytest.mark.slow
+def test_a_report_line_opens_the_report_beside_citations_that_open_their_clips(day, hub):
+    path, _ = day
+
+    async def go():
+        app = EdgeApp(path, hub, delta=1, ask_options=ASK)
+        async with app.run_test(size=SIZE) as pilot:
+            chat = app.screen
+            await type_question(pilot, "/report DAY1 bullet")
+            await until(pilot, lambda: isinstance(app.screen, ReportScreen), 400,
+                        "the report")
+            await pilot.pause()
+            screen = app.screen
+            rep = screen.query_one("#report").render()
+            report = screen.report
+            assert report.scope == "DAY1" and report.style == "bullet" and report.sentences
+            assert report.sentences[0].when[0] in str(rep) and "precision" in str(rep)
+            rows = list(screen.query(EntryRow))
+            cited = list(dict.fromkeys(c for s in report.sentences for c in s.clips))
+            assert [r.entry.clip_id for r in rows] == cited
+            assert all(r.entry.tag.startswith("cited · support ") for r in rows)
+            await pilot.press("enter")  # the first citation: its clip, neighbors, caption
+            await until(pilot, lambda: isinstance(app.screen, ClipScreen), 10, "the clip")
+            assert app.screen.clip_id == cited[0]
+            await pilot.press("escape")
+            assert isinstance(app.screen, ReportScreen)
+            await pilot.press("escape")
+            assert app.screen is chat and "DAY1 report (bullet)" in str(
+                chat.query(Bubble).last().render())
+
+    run(go())
+
+
+@pytest.mark.slow
+def test_a_memory_that_refuses_writes_still_shows_the_answer(tmp_path, hub):
+    """The chat stores a question's calls after the model calls; a memory that refuses that
+    write (a read-only file) showed the write error instead of the answer."""
+    from tests.factories import add_clips
+
+    path = tmp_path / "ro.db"
+    with Memory(path) as m:
+        add_clips(m, ["I put the black power bank into the desk drawer."], keys="caption")
+        m.db.execute("CREATE TRIGGER ro BEFORE INSERT ON calls BEGIN "
+                     "SELECT RAISE(ABORT, 'attempt to write a readonly database'); END")
+
+    async def go():
+        app = EdgeApp(path, hub, delta=1, ask_options=ASK)
+        async with app.run_test(size=SIZE) as pilot:
+            chat = app.screen
+            await type_question(pilot, "Where did I put the power bank?")
+            await until(pilot, lambda: not chat.asking, 400, "the answer")
+            await pilot.pause(0.5)
+            last = chat.query(Bubble).last()
+            assert last.has_class("answer") and chat.last_answer is not None
+            notes = [n.message for n in app._notifications]
+            assert any("were not recorded" in n for n in notes), notes
+
+    run(go())
 
 
 @pytest.mark.slow  # the day memory is built with the real embedder

@@ -26,6 +26,7 @@ from models import cancel_scope
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
 from tui.screens.help import HelpScreen
+from tui.screens.report import ReportScreen
 from tui.screens.timeline import TimelineScreen
 from tui.session import MemoryStatus, memory_status
 from tui.widgets.status_bar import StatusBar
@@ -131,7 +132,44 @@ class EdgeApp(App):
                 return ask(memory, self.hub, question, delta=self.delta,
                            on_progress=on_progress, on_token=on_token, **self.ask_options)
             finally:
-                memory.record_calls("chat", self.hub.usage.records[mark:])
+                self._record_calls(memory, self.hub.usage.records[mark:])
+
+    def run_report(self, request: str, on_progress):
+        """The cited report a chat line ``/report [DAY] [STYLE] [TOPIC…]`` asks for
+        (:func:`edge.report.parse_request`, :func:`edge.report.make_report`), on a
+        connection of this thread, in the worker's cancel scope; model calls are stored
+        under ``chat``. Returns an :class:`edge.report.Report`."""
+        from edge.report import make_report, parse_request
+        from edge.report.evidence import day_span
+
+        try:
+            cancel = get_current_worker().cancelled_event
+        except NoActiveWorker:
+            cancel = None
+        with Memory(self.memory_path, create=False) as memory, cancel_scope(cancel):
+            req = parse_request(request, memory.days())
+            start, end = day_span(memory, req["day"])
+            mark = self.hub.usage.mark()
+            try:
+                return make_report(memory, self.hub, start=start, end=end, label=req["day"],
+                                   topic=req["topic"], style=req["style"],
+                                   on_progress=on_progress)
+            finally:
+                self._record_calls(memory, self.hub.usage.records[mark:])
+
+    def _record_calls(self, memory: Memory, records: list) -> None:
+        """Store a question's or report's model calls under ``chat``; a memory that refuses
+        the write (a read-only file) loses that accounting, with a notice, not the answer.
+        Called from the worker thread."""
+        import apsw
+
+        from edge.store import write_error
+
+        try:
+            memory.record_calls("chat", records)
+        except apsw.Error as e:
+            self.call_from_thread(self.notify, f"{write_error(memory.path, e)} The model "
+                                  "calls were not recorded.", severity="warning", timeout=10)
 
     @staticmethod
     def describe_error(e: Exception) -> str:
@@ -142,6 +180,10 @@ class EdgeApp(App):
         return f"{type(e).__name__}: {e}"
 
     # -- navigation
+    def open_report(self, report) -> None:
+        """Show a cited report beside its citations."""
+        self.push_screen(ReportScreen(report))
+
     def open_clip(self, clip_id: int) -> None:
         """Show one clip with its neighbors and full caption."""
         self.push_screen(ClipScreen(clip_id))
@@ -165,6 +207,7 @@ class EdgeApp(App):
                                            "(evidence)")]),
             ("timeline", TimelineScreen.BINDINGS),
             ("clip", ClipScreen.BINDINGS),
+            ("report (/report)", ReportScreen.BINDINGS),
             ("lists", [Binding("up,down", "", "move"),
                        Binding("enter", "", "open the clip / move to the neighbor"),
                        Binding("tab,shift+tab", "", "next / previous pane")]),

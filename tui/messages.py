@@ -24,7 +24,8 @@ class AskToken(Message):
 
 
 class AskFinished(Message):
-    """Question ``ask_id`` ended: ``answer`` (an :class:`edge.answer.Answer`) or ``error``."""
+    """Question ``ask_id`` ended: ``answer`` (an :class:`edge.answer.Answer`, or an
+    :class:`edge.report.Report` for a ``/report`` line) or ``error``."""
 
     def __init__(self, ask_id: int, answer=None, error: str | None = None) -> None:
         super().__init__()

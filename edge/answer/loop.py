@@ -105,6 +105,8 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
     if o.choices:
         extra = {"choices": dict(zip(o.letters, o.choices)),
                  "reason": (reply or {}).get("reason", "")}
+        if reply and "scores" in reply:  # choice_scoring="likelihood": P per letter
+            extra["scores"] = reply["scores"]
     cited, check = check_cited(run, text, extra, cited, packed)
     return Answer(
         question=run.question, asked_at=run.asked_at, answer=text, extra=extra,

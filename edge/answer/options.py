@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from edge.decompose import STYLES as DECOMPOSE_STYLES
 from edge.errors import AskError
 from edge.store import INDEX_TYPES
 from edge.timeline import DAY_PARTS, TimeWindow
@@ -13,6 +14,9 @@ LOOPS = ("adaptive", "merit", "single")
 """The agent loops :func:`edge.answer.ask` runs (see :mod:`edge.answer`)."""
 
 RETRIEVALS = ("keys", "hybrid")
+
+CHOICE_SCORINGS = ("generate", "likelihood")
+"""How a multiple-choice letter is picked (``AskOptions.choice_scoring``)."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,21 @@ class AskOptions:
             captions as they are).
         decompose: MARQUIS §3.1 sub-queries (one more call) fused with ``fusion``
             (rrf/wrrf/max/sum/mean; ``rrf_k`` = K of RRF).
+        decompose_style: ``phrases`` (atomic search phrases) or ``statements`` (the
+            question rewritten as notes in the memory's style, HyDE;
+            :func:`edge.decompose.decompose`).
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
             one letter and the reason goes to ``Answer.extra["reason"]``.
+        choice_scoring: with ``choices``, how ``adaptive``/``single``/``merit`` pick the
+            letter: ``generate`` (the solver writes a JSON reply: letter, reason, cited
+            notes) or ``likelihood`` (no text generated: P(letter) of one forward pass
+            times P(yes) of verifying each option, :mod:`edge.answer.likelihood`; a solver
+            without token probabilities, e.g. a remote one, or a solver shown keyframes,
+            generates). Measured paired on the same notes (1.5B, hard set): dev 40 q
+            0.600 → 0.650 (4 wins, 2 losses), test 77 q 0.532 → 0.481 (6 wins, 10
+            losses) — no gain; ``likelihood`` saves the ~64 written tokens (~4 s a
+            question net on 2 cores) but gives no reason and cites by embedding, so
+            ``generate`` stays the default.
         choice_queries: with ``choices``, round 1 also searches each option (the
             question's words and the option's), fused with ``fusion``.
         choice_slots: with ``choices`` and ``choice_queries``, each option's own search
@@ -97,9 +114,11 @@ class AskOptions:
     retrieval: str = "hybrid"
     loop: str = "adaptive"
     decompose: bool = False
+    decompose_style: str = "phrases"
     fusion: str = "rrf"
     rrf_k: int = 60
     choices: list[str] | None = None
+    choice_scoring: str = "generate"
     choice_queries: bool = True
     choice_slots: bool = True
     spread: int = 2
@@ -130,7 +149,8 @@ class AskOptions:
 
         Raises:
             AskError: fewer than 2 or more than 26 choices, or an empty choice.
-            ValueError: an unknown ``retrieval``, ``loop`` or ``day_part``, a negative
+            ValueError: an unknown ``retrieval``, ``loop``, ``day_part``,
+                ``decompose_style`` or ``choice_scoring``, a negative
                 ``spread`` or ``distill_tokens`` under 64.
         """
         if self.choices is not None and not 2 <= len(self.choices) <= 26:
@@ -145,6 +165,12 @@ class AskOptions:
             raise ValueError(f"unknown loop {self.loop!r}; use {' or '.join(LOOPS)}")
         if self.day_part not in DAY_PARTS:
             raise ValueError(f"unknown day_part {self.day_part!r}; use {', '.join(DAY_PARTS)}")
+        if self.decompose_style not in DECOMPOSE_STYLES:
+            raise ValueError(f"unknown decompose_style {self.decompose_style!r}; use "
+                             f"{' or '.join(DECOMPOSE_STYLES)}")
+        if self.choice_scoring not in CHOICE_SCORINGS:
+            raise ValueError(f"unknown choice_scoring {self.choice_scoring!r}; use "
+                             f"{' or '.join(CHOICE_SCORINGS)}")
         if self.spread < 0:
             raise ValueError(f"spread is a count of clips (0 = off), not {self.spread}")
         if self.distill_tokens < 64:

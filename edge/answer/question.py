@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from edge.errors import AskError
-from edge.prompts import CHOICE_INSTRUCTION, DECIDE_INSTRUCTION, SOLVER_SYSTEM
+from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
 from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 
@@ -169,10 +169,14 @@ class Prompt:
         """Chat messages ``[system, user]``: the user turn is the header, ``notes``, the
         timeline's hints, the question with its options, then ``instruction`` (the step's
         reply format)."""
+        return self.after_notes(notes, f"Question: {self.question}{self.options}"
+                                       f"{instruction}")
+
+    def after_notes(self, notes: str, tail: str) -> list[dict]:
+        """Chat messages ``[system, user]`` whose user turn is the header, ``notes`` and the
+        timeline's hints — the prefix every call of the question shares — then ``tail``."""
         return [{"role": "system", "content": SOLVER_SYSTEM},
-                {"role": "user", "content": f"{self.header}{notes}\n\n{self.hints}"
-                                            f"Question: {self.question}{self.options}"
-                                            f"{instruction}"}]
+                {"role": "user", "content": f"{self.header}{notes}\n\n{self.hints}{tail}"}]
 
     def with_notes(self, packed: list[Packed], instruction: str) -> list[dict]:
         """:meth:`messages` with ``packed`` evidence written as numbered notes."""
@@ -249,7 +253,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
                     "Notes:\n", question, options, hints)
     budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
-              - solver.count_tokens(DECIDE_INSTRUCTION + CHOICE_INSTRUCTION)
+              - solver.count_tokens(for_choices(DECIDE_INSTRUCTION))
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - solver.count_tokens(hints)
               - PROMPT_SLACK_TOKENS)

@@ -46,7 +46,8 @@ class Expansion(TypedDict, total=False):
 class Decision(TypedDict, total=False):
     """A round's decision (``SUFFICIENCY_SCHEMA``; ``SOLVER_SCHEMA`` or a choice schema in
     ``loop="single"``, which adds ``answer``, ``cited`` note numbers, ``reason`` for a
-    multiple-choice question and ``cited_clips``: the cited notes as clip ids)."""
+    multiple-choice question and ``cited_clips``: the cited notes as clip ids;
+    ``scores`` per letter with ``choice_scoring="likelihood"``)."""
 
     sufficient: bool
     search: str
@@ -54,16 +55,19 @@ class Decision(TypedDict, total=False):
     reason: str
     cited: list[int]
     cited_clips: list[int]
+    scores: dict[str, dict[str, float]]
 
 
 class FinalReply(TypedDict, total=False):
     """The final answer call's reply (``ANSWER_SCHEMA`` or a choice schema) plus
-    ``cited_clips``: the cited note numbers as clip ids."""
+    ``cited_clips``: the cited note numbers as clip ids; ``scores``: per letter, the
+    probabilities of ``choice_scoring="likelihood"``."""
 
     answer: str
     reason: str
     cited: list[int]
     cited_clips: list[int]
+    scores: dict[str, dict[str, float]]
 
 
 class Scope(TypedDict):

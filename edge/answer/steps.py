@@ -3,7 +3,9 @@ and extends the :class:`~edge.answer.question.Run` of the question.
 
 Solver calls: :func:`decompose` 1 (optional), per round :func:`filter_neighbors` 1,
 :func:`expand` 1 (with a pyramid) and :func:`decide` 1 (not in the last merit round),
-then :func:`answer` 1 — each may repair its reply once inside the backend.
+then :func:`answer` 1 — each may repair its reply once inside the backend. A
+multiple-choice answer with ``choice_scoring="likelihood"`` is 1 + one per option calls
+that write nothing (:mod:`edge.answer.likelihood`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from edge.filtering import filter_neighborhoods
 from edge.prompts import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
-    CHOICE_INSTRUCTION,
     DECIDE_INSTRUCTION,
     SOLVER_SCHEMA,
     SUFFICIENCY_INSTRUCTION,
     SUFFICIENCY_SCHEMA,
     choice_schema,
+    for_choices,
 )
 from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors
 from models.jsonstream import JsonFieldStream
@@ -30,6 +32,7 @@ from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips
+from .likelihood import likelihood_decision, supports_likelihood
 from .question import Run
 from .records import AnchorHit, Decision, Expansion, FinalReply
 from .search import embed_queries, round_anchors
@@ -55,7 +58,8 @@ def decompose(run: Run) -> list[str]:
     if not run.opts.decompose:
         return []
     run.progress("splitting the question into search phrases")
-    return decompose_question(run.solver, run.question, choices=run.opts.choices)
+    return decompose_question(run.solver, run.question, choices=run.opts.choices,
+                              style=run.opts.decompose_style)
 
 
 def retrieve(run: Run, round_no: int, queries: list[str]
@@ -137,9 +141,12 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
             run.note.failure(f"the sufficiency check failed ({e}); answering with what was found")
             return None
     run.say(round_no, f"the solver reads {len(packed)} note(s)")
+    read, decision = likelihood_reply(run, packed)
+    if read:
+        return decision
     schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
     try:
-        decision = answer_call(run, packed, DECIDE_INSTRUCTION + choice_words(run), schema)
+        decision = answer_call(run, packed, choice_words(run, DECIDE_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
@@ -215,13 +222,43 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
         packed = run.pack("raw")
     run.progress(f"answering from {len(packed)} note(s)")
     o = run.opts
+    read, final = likelihood_reply(run, packed)
+    if read:
+        return final, packed
     schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
     try:
-        final = answer_call(run, packed, ANSWER_INSTRUCTION + choice_words(run), schema)
+        final = answer_call(run, packed, choice_words(run, ANSWER_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None, packed
     return {**final, "cited_clips": cited_clips(final, packed)}, packed
+
+
+def by_likelihood(run: Run) -> bool:
+    """Whether this multiple-choice question is answered from token probabilities
+    (``opts.choice_scoring="likelihood"``, :mod:`edge.answer.likelihood`): only with a
+    solver that reads them and no keyframes to show (else it writes its reply)."""
+    o = run.opts
+    return bool(o.choices) and o.choice_scoring == "likelihood" and not o.frames \
+        and supports_likelihood(run.solver)
+
+
+def likelihood_reply(run: Run, packed: list[Packed]) -> tuple[bool, Decision | None]:
+    """The answer from token probabilities when :func:`by_likelihood`: ``(True, reply
+    with cited_clips)``, or ``(True, None)`` with a note when the notes overflow the
+    solver's context; ``(False, None)`` when the solver must write its reply instead
+    (not asked for, or a model without a chat template of its own)."""
+    if not by_likelihood(run):
+        return False, None
+    try:
+        reply = likelihood_decision(run, packed)
+    except NotImplementedError:  # no chat template of its own: the reply is written
+        return False, None
+    except ContextOverflowError as e:
+        run.note.failure(f"the notes did not fit the solver's context ({e}); showing the "
+                         "retrieved evidence")
+        return True, None
+    return True, {**reply, "cited_clips": cited_clips(reply, packed)}
 
 
 def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) -> dict:
@@ -240,9 +277,10 @@ def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) 
         return final_call(run, run.prompt.with_notes(packed, instruction), schema)
 
 
-def choice_words(run: Run) -> str:
-    """:data:`~edge.prompts.CHOICE_INSTRUCTION` for a multiple-choice question, else ``""``."""
-    return CHOICE_INSTRUCTION if run.opts.choices else ""
+def choice_words(run: Run, instruction: str) -> str:
+    """``instruction`` as :func:`~edge.prompts.for_choices` words it for a multiple-choice
+    question, else unchanged."""
+    return for_choices(instruction) if run.opts.choices else instruction
 
 
 def what_failed(e: Exception) -> str:

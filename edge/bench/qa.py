@@ -134,7 +134,8 @@ def retrieve_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: Ca
     if opts.decompose:  # MARQUIS sub-queries, as ask's round 1 (one solver call)
         from edge.decompose import decompose
 
-        subs = decompose(hub.llm("solver"), q.question, choices=opts.choices)
+        subs = decompose(hub.llm("solver"), q.question, choices=opts.choices,
+                         style=opts.decompose_style)
     r = first_round(memory, hub.embedder, q.question, opts, sub_queries=subs, top_n=top_n)
     deep = first_round(memory, hub.embedder, q.question, opts, sub_queries=subs,
                        top_n=max(DEEP, top_n))

@@ -63,11 +63,22 @@ def main(ctx: click.Context, memory: Path | None, profile: str | None) -> None:
 
 def _add_commands() -> None:
     """Register every command module's commands on ``main``."""
-    from edge.cli import ask, backup, bench, build, ingest, models, record, search, stats
+    from edge.cli import (
+        ask,
+        backup,
+        bench,
+        build,
+        ingest,
+        models,
+        record,
+        report,
+        search,
+        stats,
+    )
 
     for command in (ingest.ingest, ingest.ingest_captions, build.build_command, ask.ask,
                     ask.chat, search.search, stats.stats, models.models, models.doctor,
-                    record.record, record.status, backup.backup, bench.bench):
+                    record.record, record.status, report.report, backup.backup, bench.bench):
         main.add_command(command)
 
 

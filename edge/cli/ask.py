@@ -20,6 +20,7 @@ from edge.cli.options import (
     memory_options,
     open_memory,
     parse_choices,
+    record_calls,
     retrieval_option,
     retrieval_settings,
     rounds_option,
@@ -51,13 +52,18 @@ from edge.cli.options import (
               help="Send anchor keyframes to a VLM solver with the final answer [default: "
                    "only when the solver takes images and its backend allows frames].")
 @choices_option("Multiple choice: options separated by '|'; the answer is one letter.")
+@click.option("--choice-scoring", type=click.Choice(["generate", "likelihood"]),
+              default="generate", show_default=True,
+              help="With --choices: the solver writes its reply (letter, reason, cited notes), "
+                   "or the letter comes from its token probabilities, nothing written "
+                   "(faster; a remote solver always writes).")
 @json_option("Print the answer, moments, rounds and usage as JSON.")
 @click.pass_obj
 def ask(state: State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
         key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
         use_pyramid: bool | None, frames: bool | None, choices: str | None,
-        as_json: bool) -> None:
+        choice_scoring: str, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
 
@@ -71,11 +77,11 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
                 memory, hub, question, **scope, top_n=top_n, delta=delta, **retrieval_opts,
                 decompose=decompose, pyramid=use_pyramid, frames=frames,
                 **loop_settings(rounds, loop, neighbor_filter), choices=parse_choices(choices),
-                on_progress=None if as_json else stream.progress,
+                choice_scoring=choice_scoring, on_progress=None if as_json else stream.progress,
                 on_token=None if as_json else stream.token)
         finally:
             stream.close()
-            memory.record_calls("ask", hub.usage.records)
+            record_calls(memory, "ask", hub.usage.records)
     if as_json:
         render.echo_json(result.as_dict())
         return

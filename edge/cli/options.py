@@ -52,6 +52,21 @@ def open_memory(state: State, create: bool):
     return Memory(state.memory_path, create=create)
 
 
+def record_calls(memory, command: str, records: list) -> None:
+    """Store a command's model calls (``edge stats`` shows them); a memory that refuses the
+    write (a read-only file) loses that accounting, said on stderr, rather than the answer or
+    report the calls made."""
+    import apsw
+
+    from edge.store import write_error
+
+    try:
+        memory.record_calls(command, records)
+    except apsw.Error as e:
+        click.echo(f"Warning: {write_error(memory.path, e)} The model calls of `edge "
+                   f"{command}` were not recorded.", err=True)
+
+
 def _apply(fn, options: list):
     """Apply ``options`` to ``fn`` so that they are listed in ``--help`` in this order."""
     for opt in reversed(options):

@@ -336,6 +336,39 @@ def pulled_lines(name: str, files) -> list[str]:
     return lines
 
 
+def added_lines(spec, user_file: Path) -> list[str]:
+    """``edge models add``: what was recorded where, and how a profile names the model."""
+    from humanfriendly import format_size
+
+    made = [spec.backend, format_size(spec.option("size") or 0), spec.option("quant"),
+            spec.option("derived_from") and f"from {spec.option('derived_from')}"]
+    role = "embedder" if "embedder" in spec.backend else "solver"
+    return [f"registered {spec.name}: {spec.option('path')} ({', '.join(filter(None, made))})",
+            f"  sha256 {spec.option('sha256')}, recorded in {user_file}",
+            "Use it in a profile of that file, e.g.", "  [profiles.mine]", '  base = "small"',
+            "  [profiles.mine.roles]", f'  {role} = "{spec.name}"']
+
+
+def user_model_lines(rows: list[dict], title: str) -> list[str]:
+    """``edge models user|verify`` (and the end of ``list``): under ``title``, each model
+    file, its size, quantization, origin and state (nothing when there are none)."""
+    from humanfriendly import format_size
+
+    if not rows:
+        return []
+    lines = [title]
+    for r in rows:
+        size = format_size(r["size"]) if r["size"] is not None else "?"
+        origin = f"from {r['derived_from']}" if r["derived_from"] else ""
+        state = r["state"] if r["ok"] else "FAIL"
+        lines.append(f"  {r['name']:30} {r['backend']:18} {size:>9} {r['quant'] or '-':7} "
+                     f"{origin:32} {state}")
+        lines.append(f"  {'':30} {r['path']}")
+        if not r["ok"]:
+            lines.append(f"  {'':30} {r['state']}")
+    return lines
+
+
 def profile_line(profile) -> str:
     """``edge doctor``: the profile in use and what it is for (its limits)."""
     return f"      {'profile':22} {profile.name}: {profile.description}"
@@ -404,3 +437,48 @@ def disk_line(d: dict) -> str:
     return (f"disk       raw clips {format_size(d['raw_bytes'])} in {d['raw_clips']} files "
             f"({budget}, older ones {keep}); free {free} (floor "
             f"{format_size(d['min_free'])}); {d['deleted_clips']} deleted")
+
+
+# ---- edge report -------------------------------------------------------------------------
+
+def _report_sources(rep) -> list[str]:
+    """The cited clips with the evidence from each, best support first."""
+    cited = rep.cited_clips
+    lines = []
+    for cid in cited:
+        recs = sorted((r for r in rep.evidence if r.clip_id == cid),
+                      key=lambda r: -(r.support or 0.0))
+        if not recs:
+            continue
+        lines.append(f"[{recs[0].when}] clip {cid}: " + "; ".join(
+            f"{r.text} ({r.support:.2f})" for r in recs[:2]))
+    return lines
+
+
+def report_lines(rep) -> list[str]:
+    """``edge report`` on a terminal: the title, the report wrapped to :data:`WIDTH`, its
+    sources (cited clips with their evidence and support) and the checks line."""
+    title = f"{rep.scope}" + (f": {rep.topic}" if rep.topic else "") + f" ({rep.style})"
+    out = [title, ""]
+    if not rep.sentences:
+        out.append(f"Nothing to report: no evidence reached support {rep.threshold:.2f} "
+                   "(lower --threshold, or widen the scope).")
+    elif rep.style == "bullet":
+        out += [textwrap.fill(line, WIDTH, subsequent_indent="   ")
+                for line in rep.text.splitlines()]
+    else:
+        out.append(textwrap.fill(rep.text, WIDTH))
+    sources = _report_sources(rep)
+    if sources:
+        out += ["", "Sources:"] + [textwrap.fill(s, WIDTH, initial_indent="  ",
+                                                 subsequent_indent="    ") for s in sources]
+    return out + ["", rep.checks_line()]
+
+
+def report_markdown(rep) -> str:
+    """``edge report --md``: the report, its sources and the checks as Markdown."""
+    title = f"# {rep.scope}" + (f": {rep.topic}" if rep.topic else "")
+    body = rep.text if rep.sentences else "_Nothing reached the support threshold._"
+    sources = "\n".join(f"- {s}" for s in _report_sources(rep))
+    return (f"{title}\n\n{body}\n\n## Sources\n\n{sources or '_none_'}\n\n"
+            f"## Checks\n\n{rep.checks_line()}\n")

@@ -21,8 +21,8 @@ hierarchical clip→global link per integrated clip; :meth:`Pyramid.finalize` in
 rest and updates the overall (``all``) node at the end of an ingest run. PyraVid updates the
 global node on every clip (App. B.3); every K clips is our cost bound.
 
-Output discipline: schema-constrained generation, one repair attempt
-(:meth:`models.llm.LlamaCppLLM.chat_json`), then a marked fallback: extractive keys
+Output discipline: a reply validated against its schema, one retry under the schema's
+grammar (:meth:`models.llm.LlamaCppLLM.chat_json`), then a marked fallback: extractive keys
 (``origin='extractive'``) and facts cut from the caption's sentences (``origin='extractive'``)
 — never a crash, never silently empty.
 

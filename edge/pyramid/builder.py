@@ -97,7 +97,7 @@ class Pyramid:
         ``memory_llm.links``), storing nothing; the accepted ``(new fact, earlier fact id,
         relation)``. The new facts need distinct ``id`` s (stored ones, or temporary
         negative ones: :mod:`edge.build` stores the links with the clip). A broken reply
-        after one repair accepts nothing and is counted in ``link_failures``."""
+        after its retry accepts nothing and is counted in ``link_failures``."""
         pairs = self.candidates(facts, vectors, before)
         if not pairs:
             return []
@@ -113,13 +113,13 @@ class Pyramid:
                 [{"role": "system", "content": LINK_PROMPT},
                  {"role": "user", "content": "\n".join(lines)}],
                 role=ROLE_LINKS, schema=link_schema(len(pairs)),
-                max_tokens=40 + 30 * len(pairs))
+                max_tokens=20 + 25 * len(pairs), keep_prefix=True)
         except (LLMOutputError, ContextOverflowError):
             self.counts.link_failures += 1
             return []
         accepted: dict[tuple[int, int], tuple[Fact, str]] = {}
-        for j in obj["judgements"]:
-            if j["related"] and 1 <= j["pair"] <= len(pairs):
+        for j in obj["links"]:
+            if 1 <= j["pair"] <= len(pairs):
                 a, b, _ = pairs[j["pair"] - 1]
                 accepted[(a.id, b.id)] = (a, clean_text(j["relation"]) or "related")
         self.counts.links_accepted += len(accepted)
@@ -144,10 +144,18 @@ class Pyramid:
 
     def _summarize(self, day: str, items: list[str]) -> tuple[str, str]:
         """``(text, origin)`` of the next version of ``day``'s global node (``''``: the
-        overall node) from its previous text and ``items``; the marked fallback (previous
-        text plus items, cut to the budget, ``extractive``) when the reply is unusable."""
-        llm = self.hub.llm("memory_llm")
+        overall node) from its previous text and ``items``: the previous text and the items
+        as they are (``verbatim``, no call) for a day node while together they fit
+        ``global_words`` — a summary of text already inside the budget costs a call (~300
+        tokens read, ~50 written: 10–20 s of the LLM tier on 2 cores) and adds nothing
+        (:meth:`finalize` applies the same rule to the overall node) — else the memory LLM's
+        summary (``llm``); the marked fallback (previous text plus items, cut to the
+        budget, ``extractive``) when the reply is unusable."""
         prev = self.memory.global_node(day)
+        joined = "\n".join([prev.text, *items] if prev else items)
+        if day and len(joined.split()) <= self.options.global_words:
+            return joined, "verbatim"
+        llm = self.hub.llm("memory_llm")
         what = f"the day {day}" if day else "all the days so far"
         per_item = 70 if day else max(70, 600 // max(1, len(items)))  # clip vs day summaries
         body = "\n".join(llm.truncate(i, per_item) for i in items)
@@ -160,7 +168,8 @@ class Pyramid:
                 [{"role": "system", "content": GLOBAL_PROMPT.format(
                     what=what, words=self.options.global_words)},
                  {"role": "user", "content": sections}],
-                role=ROLE_GLOBAL, max_tokens=int(self.options.global_words * 2))
+                role=ROLE_GLOBAL, max_tokens=int(self.options.global_words * 2),
+                keep_prefix=True)
             text = summary_text(res.text)
         except ContextOverflowError:
             text = ""
@@ -168,27 +177,28 @@ class Pyramid:
             return text, "llm"
         # marked fallback: the previous text plus the new summaries, cut to the budget
         self.counts.global_fallbacks += 1
-        joined = ((prev.text + "\n") if prev else "") + "\n".join(items)
         return joined[-self.options.global_words * 8:], "extractive"
 
     def finalize(self) -> None:
         """End of an ingest run: integrate every waiting clip into its day's global node,
         then refresh the overall node from the days whose node changed since: those with a
         version stored after the overall node's (by row id, not by the wall clock, which may
-        step back or differ between machines), so a run that added nothing calls no model."""
+        step back or differ between machines), so a run that added nothing calls no model.
+        While every day's node together fits ``global_words`` (one short day), the overall
+        node is those texts as they are (``verbatim``, no call)."""
         with self.timed("global"):
             days = self.memory.days()
             for day in days:
                 if self.memory.clips_without_global(day):
                     self.update_global(day)
             overall = self.memory.global_node("")
-            fresh = []
-            for day in days:
-                node = self.memory.global_node(day)
-                if node is not None and (overall is None or node.id > overall.id):
-                    fresh.append(node)
+            nodes = [n for n in map(self.memory.global_node, days) if n is not None]
+            fresh = [n for n in nodes if overall is None or n.id > overall.id]
             if fresh:
-                text, origin = self._summarize("", [f"{n.day}: {n.text}" for n in fresh])
+                text = "\n".join(f"{n.day}: {n.text}" for n in nodes)
+                origin = "verbatim"  # every day's node as it is, while they fit the budget
+                if len(text.split()) > self.options.global_words:
+                    text, origin = self._summarize("", [f"{n.day}: {n.text}" for n in fresh])
                 total = self.memory.count_clip_nodes()
                 self.memory.add_global_version(day="", text=text, origin=origin,
                                                clip_ids=[], t_upto=max(n.t_upto for n in fresh),

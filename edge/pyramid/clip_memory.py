@@ -1,6 +1,11 @@
 """The per-clip PyraVid call: a clip's keys, fact nodes and clip node from its caption
 (PyraVid App. B.1 extraction; MERIT Eq. 5 keys), or the marked extractive fallback.
 
+To keep the reply short on the device (issue 13), the model writes the facts as plain
+sentences and the scene; a fact's kind (``speech`` when it quotes or reports words, else
+``action``) and its persons (:func:`edge.entity_extract.acting_names`) come from rules, and
+the clip node's summary is the clip's event key plus its dialogue key (:func:`clip_summary`).
+
 Timestamps: a caption has no times inside the clip, so fact nodes (returned in the order
 they happen) get consecutive equal shares of the clip's span; each gets the clip keyframe
 nearest its midpoint. This is an approximation, documented as such.
@@ -12,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edge.entity_extract import acting_names, shown_name
 from edge.keys import ClipKeys, clean_text, extractive_keys, split_sentences
 from edge.prompts import (
     CLIP_PROMPT,
@@ -78,13 +84,14 @@ def extractive_clip_memory(caption: str, *, t_start: float, t_end: float,
 def extract_clip_memory(llm, caption: str, *, t_start: float, t_end: float,
                         keyframes: Sequence[str] = (), file_keys: ClipKeys | None = None,
                         options: PyramidOptions | None = None) -> ClipMemory:
-    """Keys, fact nodes, clip summary and scene for one clip from ONE memory-LLM call (role
+    """Keys, fact nodes and scene for one clip from ONE memory-LLM call (role
     ``memory_llm``; PyraVid App. B.1 extraction; MERIT Eq. 5 keys), validated against
     :func:`edge.prompts.clip_schema`.
 
-    With ``file_keys`` the keys are kept and the call asks only for facts, summary and scene.
+    With ``file_keys`` the keys are kept and the call asks only for facts and scene. The
+    clip node's summary is :func:`clip_summary` of the keys.
     Falls back to :func:`extractive_clip_memory` (marked ``extractive``) when the reply is
-    invalid after one repair, the caption does not fit the context, or the reply has no
+    invalid after its retry, the caption does not fit the context, or the reply has no
     facts or no summary. Never raises for bad model output. ``t_start``/``t_end``: the
     clip's span in timeline seconds; ``keyframes``: its keyframe paths, spread over the clip.
     """
@@ -100,7 +107,7 @@ def extract_clip_memory(llm, caption: str, *, t_start: float, t_end: float,
              {"role": "user", "content": f"Description: {EXAMPLE_IN}"},
              {"role": "assistant", "content": example},
              {"role": "user", "content": f"Description: {text}"}],
-            role=ROLE_CLIP, schema=schema, max_tokens=o.max_tokens)
+            role=ROLE_CLIP, schema=schema, max_tokens=o.max_tokens, keep_prefix=True)
     except (LLMOutputError, ContextOverflowError):
         return extractive_clip_memory(caption, t_start=t_start, t_end=t_end,
                                       keyframes=keyframes, file_keys=file_keys,
@@ -111,7 +118,7 @@ def extract_clip_memory(llm, caption: str, *, t_start: float, t_end: float,
         keys = ClipKeys(**clean, origin="llm") if all(clean.values()) else extractive_keys(
             caption)
     facts = _facts_of_reply(obj["facts"])
-    summary, scene = clean_text(obj["clip_summary"]), clean_text(obj["scene"]) or "unknown"
+    summary, scene = clip_summary(keys), clean_text(obj["scene"]) or "unknown"
     if not facts or not summary:
         return extractive_clip_memory(caption, t_start=t_start, t_end=t_end,
                                       keyframes=keyframes, file_keys=keys,
@@ -119,14 +126,35 @@ def extract_clip_memory(llm, caption: str, *, t_start: float, t_end: float,
     return ClipMemory(keys, _timed(facts, t_start, t_end, keyframes), summary, scene, "llm")
 
 
-def _facts_of_reply(items: list[dict]) -> list[Fact]:
-    """The reply's facts, cleaned, in order, each text once (case-insensitive), untimed."""
+_SPEECH = re.compile(r"[\"“”]|^[^:]{1,30}:\s|\b(?:say|says|said|ask|asks|asked|tell|tells|"
+                     r"told|reply|replies|replied|mention|mentions|mentioned|explain|"
+                     r"explains|explained)\b", re.IGNORECASE)
+
+
+def fact_kind(text: str) -> str:
+    """``speech`` for a fact that quotes or reports words ("Lucia: ok", "Alice asks…"),
+    else ``action`` (rules)."""
+    return "speech" if _SPEECH.search(text) else "action"
+
+
+def clip_summary(keys: ClipKeys) -> str:
+    """The clip node's summary: the event key, then the dialogue key unless it says there
+    was no speech (``"I pick up the box; Alice asks where the tape is"``)."""
+    event, dialogue = keys.event.rstrip(" ."), keys.dialogue.rstrip(" .")
+    if not dialogue or re.fullmatch(r"(?i)(no speech( heard)?|none|n/?a|nothing)", dialogue):
+        return event
+    return f"{event}; {dialogue}" if event else dialogue
+
+
+def _facts_of_reply(items: list[str]) -> list[Fact]:
+    """The reply's facts, cleaned, in order, each text once (case-insensitive), untimed,
+    with their rule-made kind and persons."""
     seen: set[str] = set()
     facts = []
-    for f in items:
-        t = clean_text(f["text"])
+    for item in items:
+        t = clean_text(item)
         if t and t.lower() not in seen:
             seen.add(t.lower())
-            names = list(dict.fromkeys(clean_text(n) for n in f["names"] if clean_text(n)))
-            facts.append(Fact(t, f["kind"], 0.0, 0.0, "llm", names))
+            facts.append(Fact(t, fact_kind(t), 0.0, 0.0, "llm",
+                              [shown_name(n) for n in acting_names(t)]))
     return facts

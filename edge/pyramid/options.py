@@ -18,7 +18,7 @@ class PyramidOptions:
     """How much pyramid to build.
 
     ``max_facts``: fact nodes per clip (3: issue 13 bounds the per-clip reply, most of the
-    LLM tier's time on the device — each fact is ~30 generated tokens). ``links``: judge
+    LLM tier's time on the device — each fact is ~15 generated tokens). ``links``: judge
     relational links (costs one call per clip with candidates). ``link_k``: similar earlier
     facts per new fact; ``link_floor``: cosine similarity a candidate needs;
     ``max_candidates``: pairs judged per clip (the highest similarities). ``global_every``:

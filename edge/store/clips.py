@@ -305,6 +305,15 @@ class ClipStore:
             f"SELECT {CLIP_COLS} FROM clips WHERE t_start >= ? AND t_start < ? "
             "ORDER BY t_start, id", (float(start), float(end)))]
 
+    def clips_ending_in(self, start: float | None, end: float | None) -> list[Clip]:
+        """Clips that end in ``(start, end]`` (timeline seconds; ``None`` = open), in
+        timeline order — a time scope's clips (:class:`edge.timeline.TimeWindow`)."""
+        lo = float("-inf") if start is None else float(start)
+        hi = float("inf") if end is None else float(end)
+        return [clip_from_row(r) for r in self.db.execute(
+            f"SELECT {CLIP_COLS} FROM clips WHERE t_end > ? AND t_end <= ? "
+            "ORDER BY t_start, id", (lo, hi))]
+
     def days(self) -> list[str]:
         """Day labels that hold clips, in timeline order (by each day's first clip)."""
         return [r[0] for r in self.db.execute(

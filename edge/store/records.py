@@ -85,7 +85,10 @@ class ClipNode:
 class GlobalNode:
     """One version of a global node (PyraVid §3.2, App. B.3): the evolving summary of a day
     (``scope='day'``) or of everything (``scope='all'``, ``day=''``) after ``clip_count``
-    clips, the last of them ending at ``t_upto`` (timeline seconds)."""
+    clips, the last of them ending at ``t_upto`` (timeline seconds). ``origin``: ``llm``
+    (the memory LLM's summary), ``verbatim`` (the previous text and the new items as they
+    are: they fit the summary's word budget, so no call was made) or ``extractive`` (the
+    marked fallback when the reply was unusable)."""
 
     id: int
     scope: str

@@ -114,7 +114,7 @@ class RemoteLLM:
 
     def _create(self, messages: list[dict[str, Any]], *, role: str, max_tokens: int,
                 temperature: float, response_format: dict | None,
-                probing: bool = False) -> ChatResult:
+                probing: bool = False, retry: bool = False) -> ChatResult:
         """One request, counted under ``role``. ``probing``: this response_format may be
         unsupported; a server error answer is then not retried and raises
         :class:`_FormatRejected`. SDK errors become this module's (:meth:`_error`). Inside a
@@ -146,7 +146,8 @@ class RemoteLLM:
             tokens_out=int(u.completion_tokens) if u else self.count_tokens(text),
             seconds=seconds)
         if self.usage is not None:
-            self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds))
+            self.usage.record(CallRecord(role, self.name, res.tokens_in, res.tokens_out, seconds,
+                                         retry=retry))
         return res
 
     def _probe(self, kwargs: dict[str, Any]) -> Any:
@@ -208,13 +209,16 @@ class RemoteLLM:
 
     def chat(self, messages: list[dict[str, Any]], *, role: str, schema: dict | None = None,
              max_tokens: int = 256, temperature: float = 0.0,
-             on_token: OnToken | None = None) -> ChatResult:
-        """One chat completion, counted under ``role``; with ``schema`` the server is asked
-        to constrain the reply (see the module docstring). ``on_token`` is accepted for the
-        same signature as :meth:`models.llm.LlamaCppLLM.chat` but nothing is streamed: it is
-        called once, on this thread, with the whole text when the reply has come (the
-        request waits on another thread to stay cancellable). ``tokens_evaluated`` equals
-        ``tokens_in`` (the server does not say what its cache served). Raises
+             on_token: OnToken | None = None, keep_prefix: bool = False,
+             retry: bool = False) -> ChatResult:
+        """One chat completion, counted under ``role`` (as a retry with ``retry``); with
+        ``schema`` the server is asked to constrain the reply (see the module docstring).
+        ``on_token`` is accepted for the same signature as
+        :meth:`models.llm.LlamaCppLLM.chat` but nothing is streamed: it is called once, on
+        this thread, with the whole text when the reply has come (the request waits on
+        another thread to stay cancellable). ``tokens_evaluated`` equals
+        ``tokens_in`` (the server does not say what its cache served); ``keep_prefix`` is
+        accepted for the same signature and left to the server's own prompt cache. Raises
         :class:`ContextOverflowError` when the estimated prompt plus ``max_tokens`` exceeds
         ``n_ctx`` (or the server says so), :class:`ConfigError` for frames the role may not
         send, a rejected key or an unknown model, :class:`RemoteUnavailableError` when the
@@ -232,16 +236,16 @@ class RemoteLLM:
                 f"{self.name}: prompt of ~{prompt_tokens} tokens + {max_tokens} to generate "
                 f"exceeds the {self.n_ctx}-token context")
         res = self._chat(messages, role=role, schema=schema, max_tokens=max_tokens,
-                         temperature=temperature)
+                         temperature=temperature, retry=retry)
         if on_token is not None and res.text:
             on_token(res.text)
         return res
 
     def _chat(self, messages: list[dict[str, Any]], *, role: str, schema: dict | None,
-              max_tokens: int, temperature: float) -> ChatResult:
+              max_tokens: int, temperature: float, retry: bool = False) -> ChatResult:
         if schema is None:
             return self._create(messages, role=role, max_tokens=max_tokens,
-                                temperature=temperature, response_format=None)
+                                temperature=temperature, response_format=None, retry=retry)
         known = self._json_mode
         modes = [known] if known else list(JSON_MODES)
         for mode in modes:
@@ -250,7 +254,7 @@ class RemoteLLM:
                                    else messages, role=role, max_tokens=max_tokens,
                                    temperature=temperature,
                                    response_format=_response_format(mode, schema),
-                                   probing=known is None and mode != "none")
+                                   probing=known is None and mode != "none", retry=retry)
             except _FormatRejected:
                 continue  # the server rejected this response_format: try the next form
             with self._lock:
@@ -259,24 +263,27 @@ class RemoteLLM:
         raise AssertionError("unreachable")
 
     def chat_json(self, messages: list[dict[str, Any]], *, role: str, schema: dict,
-                  max_tokens: int = 256, on_token: OnToken | None = None) -> dict:
+                  max_tokens: int = 256, on_token: OnToken | None = None,
+                  keep_prefix: bool = False) -> dict:
         """A JSON object that validates against ``schema``: parse → validate → one repair
         call showing the broken reply and the error → :class:`LLMOutputError`. Request
         errors are those of :meth:`chat`. ``on_token`` sees the first reply only, in one
-        piece (:meth:`chat`), as with :meth:`models.llm.LlamaCppLLM.chat_json`."""
+        piece (:meth:`chat`), as with :meth:`models.llm.LlamaCppLLM.chat_json`;
+        ``keep_prefix``: see :meth:`chat`."""
         import jsonschema
 
         res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens,
                         on_token=on_token)
         try:
-            return _parse_valid(_strip_fence(res.text), schema, jsonschema)
+            return _parse_valid(res.text, schema, jsonschema)
         except (ValueError, jsonschema.ValidationError) as first:
             repair = [*messages, {"role": "assistant", "content": res.text},
                       {"role": "user", "content": f"That reply was not valid ({_short(first)}). "
                        "Reply again with only the JSON object, complete and valid."}]
             try:
-                res2 = self.chat(repair, role=role, schema=schema, max_tokens=max_tokens)
-                return _parse_valid(_strip_fence(res2.text), schema, jsonschema)
+                res2 = self.chat(repair, role=role, schema=schema, max_tokens=max_tokens,
+                                 retry=True)
+                return _parse_valid(res2.text, schema, jsonschema)
             except (ValueError, jsonschema.ValidationError, ContextOverflowError) as second:
                 raise LLMOutputError(
                     f"{self.name} returned invalid JSON twice: {_short(second)}") from second
@@ -320,12 +327,3 @@ def _with_schema_hint(messages: list[dict[str, Any]], schema: dict) -> list[dict
     note = ("Reply with only a JSON object (no prose, no code fence) that validates against "
             "this JSON schema:\n" + json.dumps(schema, separators=(",", ":")))
     return [*messages, {"role": "system", "content": note}]
-
-
-def _strip_fence(text: str) -> str:
-    """Servers without constrained output often wrap JSON in a Markdown code fence."""
-    t = text.strip()
-    if t.startswith("```"):
-        t = t.split("\n", 1)[1] if "\n" in t else ""
-        t = t.rsplit("```", 1)[0]
-    return t.strip()

@@ -19,12 +19,18 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label
 from textual.worker import Worker, get_current_worker
 
+from edge.report import Report
 from tui.messages import AskFinished, AskProgress, AskToken, ClipChosen
 from tui.session import Entry
 from tui.widgets.conversation import Bubble, Conversation
 from tui.widgets.entries import EntryList
 from tui.widgets.first_run import FirstRun, first_run_text
 from tui.widgets.status_bar import StatusBar
+
+
+def is_report(line: str) -> bool:
+    """Whether a line typed in the question box asks for a report (``/report …``)."""
+    return line.split(maxsplit=1)[:1] == ["/report"]
 
 
 class _Cancelled(Exception):
@@ -62,7 +68,8 @@ class ChatScreen(Screen):
             with Vertical(id="chat-pane"):
                 yield FirstRun(id="first-run")
                 yield Conversation(id="conversation")
-                yield Input(placeholder="Ask about your day — Enter asks, Esc cancels",
+                yield Input(placeholder="Ask about your day — Enter asks, Esc cancels; "
+                            "/report DAY1 for a cited report",
                             id="question")
             with Vertical(id="evidence-pane"):
                 yield Label("Evidence — Enter opens a moment", classes="pane-title")
@@ -141,7 +148,10 @@ class ChatScreen(Screen):
         try:
             if worker.is_cancelled:
                 return
-            result = app.run_ask(question, on_progress=progress, on_token=token)
+            if is_report(question):
+                result = app.run_report(question, on_progress=progress)
+            else:
+                result = app.run_ask(question, on_progress=progress, on_token=token)
         except _Cancelled:
             return
         except Exception as e:  # shown in the chat; the screen must stay usable
@@ -200,6 +210,13 @@ class ChatScreen(Screen):
         if message.error is not None:
             pending.set_classes("error")
             pending.update(Text(message.error))
+            return
+        if isinstance(message.answer, Report):
+            rep = message.answer
+            pending.set_classes("answer")
+            pending.update(Text(f"{rep.scope} report ({rep.style}): {len(rep.sentences)} "
+                                f"sentence(s) — {rep.checks_line()}"))
+            self.app.open_report(rep)
             return
         answer = self.last_answer = message.answer
         pending.set_classes("answer")
