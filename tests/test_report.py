@@ -329,3 +329,51 @@ def test_the_prompts_example_ids_name_no_evidence():
              for i in re.findall(r"\bE\d+\b", p)}
     assert shown == set(write.EXAMPLE_IDS)
     assert resolve("I did it [E0, E00].", RECS).removed == 2
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_edge_report_says_nothing_was_written_and_exits_130(tmp_path, run):
+    import os
+    import pty
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from edge.store import Memory
+    from tests.conftest import ROOT
+
+    mem = tmp_path / "day.db"
+    assert run("--memory", mem, "ingest-captions", shared(EGOLIFE_DAY1), "--limit",
+               "8").exit_code == 0
+    # stderr on a terminal, so the report's progress lines show when it is under way
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge.cli", "--profile", "tiny", "--memory", str(mem),
+         "report", "--style", "bullet", "--max-clips", "8"],
+        env=os.environ.copy(), cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 300
+    while b"\xe2\x80\xa6" not in seen and time.monotonic() < deadline:  # "…" progress
+        try:
+            seen += os.read(master, 4096)
+        except OSError:
+            break
+    assert b"\xe2\x80\xa6" in seen, seen.decode(errors="replace")
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 130, (out, seen.decode(errors="replace"))
+    assert "report cancelled: no report was written" in seen.decode(errors="replace")
+    assert out == ""  # no half report on stdout
+    with Memory(mem, create=False) as m:
+        assert m.stats()["clips"] == 8

@@ -602,3 +602,10 @@ def test_the_chat_reads_the_memory_while_the_recorder_writes_it(tmp_path, hub):
         rec.send_signal(signal.SIGTERM)
         rec.communicate(timeout=300)
     assert rec.returncode == 0
+
+
+def test_a_report_line_is_recognised_in_any_case_as_its_words_are():
+    from tui.screens.chat import is_report
+
+    assert is_report("/report DAY1 bullet") and is_report("/Report day1")
+    assert is_report("  /REPORT") and not is_report("/reports") and not is_report("report")

@@ -69,6 +69,11 @@ def report(state: State, day: str | None, from_: str | None, to: str | None,
             rep = make_report(memory, hub, start=start, end=end, label=label, topic=topic,
                               style=style, threshold=threshold, max_clips=max_clips, qa=qa,
                               on_progress=None if as_json or as_md else stream.progress)
+        except KeyboardInterrupt:
+            stream.close()
+            click.echo("report cancelled: no report was written and every clip is kept; run "
+                       "the command again to make it", err=True)
+            raise SystemExit(130) from None
         finally:
             stream.close()
             record_calls(memory, "report", hub.usage.records)

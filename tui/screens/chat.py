@@ -29,8 +29,9 @@ from tui.widgets.status_bar import StatusBar
 
 
 def is_report(line: str) -> bool:
-    """Whether a line typed in the question box asks for a report (``/report …``)."""
-    return line.split(maxsplit=1)[:1] == ["/report"]
+    """Whether a line typed in the question box asks for a report (``/report …``, any
+    case, as :func:`edge.report.parse_request` reads it)."""
+    return [w.lower() for w in line.split(maxsplit=1)[:1]] == ["/report"]
 
 
 class _Cancelled(Exception):
