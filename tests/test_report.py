@@ -95,9 +95,25 @@ def test_notes_are_facts_else_keys_plus_on_screen_text_and_renumber_orders_by_ti
         ("E3", plain[0], "visual", "key", "event 0"),
         ("E4", plain[0], "speech", "key", "dialogue 0"),
         ("E5", plain[0], "text", "ocr", 'On screen: "OPEN 9-5"; "EXIT"')]
-    assert all(r.when == "DAY1 10:00" for r in got[:2]) and got[2].when == "DAY1 11:06"
+    assert all(r.when == "DAY1 10:00:00" for r in got[:2]) and got[2].when == "DAY1 11:06:40"
     shuffled = renumber([got[3], got[0]])
-    assert [(r.id, r.clip_id) for r in shuffled] == [("E1", with_facts[0]), ("E2", plain[0])]
+    assert [(r.id, r.clip_id, r.when) for r in shuffled] == [
+        ("E1", with_facts[0], "DAY1 10:00"), ("E2", plain[0], "DAY1 11:06")]
+
+
+def test_clips_starting_in_the_same_minute_are_cited_to_the_second(memory):
+    ids = add_clips(memory, ["I open the fridge.", "I take out the milk.", "I pour it."],
+                    t0=36000.0, step=20.0)  # 10:00:00, 10:00:20, 10:00:40 (+ one later)
+    ids += add_clips(memory, ["I sit down."], t0=36600.0, source="later")
+    clips = memory.clips(ids)
+    recs = renumber(notes(memory, [clips[i] for i in ids]))
+    when = {r.clip_id: r.when for r in recs}
+    assert [when[i] for i in ids] == ["DAY1 10:00:00", "DAY1 10:00:20", "DAY1 10:00:40",
+                                      "DAY1 10:10"]
+    # a time citation now names one clip, not the first of the minute
+    second = next(r for r in recs if r.clip_id == ids[1])
+    got = resolve(f"I took the milk [{second.when}].", recs)
+    assert got.sentences[0].clips == [ids[1]] and got.removed == 0
 
 
 def _caption_only_clip(memory, caption: str, transcript: str = "", t: float = 36000.0) -> int:

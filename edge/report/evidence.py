@@ -72,9 +72,18 @@ class EvidenceRecord:
         return dict(self.__dict__)
 
 
-def when_of(clip: Clip) -> str:
-    """A clip's start as a citation shows it: ``DAY1 11:15`` (minutes)."""
-    return format_moment(clip.t_start, clip.day, clip.day_start)[:-3]
+def when_of(clip: Clip, *, seconds: bool = False) -> str:
+    """A clip's start as a citation shows it: ``DAY1 11:15`` (minutes), or with ``seconds``
+    ``DAY1 11:15:30`` (what records carry until :func:`renumber` shortens it)."""
+    moment = format_moment(clip.t_start, clip.day, clip.day_start)
+    return moment if seconds else moment[:-3]
+
+
+_HAS_SECONDS = re.compile(r"\d:\d{2}:\d{2}$")
+
+
+def _minutes(when: str) -> str:
+    return when[:-3] if _HAS_SECONDS.search(when) else when
 
 
 def clips_in_scope(memory: Memory, start: float | None, end: float | None) -> list[Clip]:
@@ -166,7 +175,7 @@ def notes(memory: Memory, clips: Sequence[Clip], *, max_per_clip: int = 3
             text = " ".join(text.split())
             if text:
                 out.append(EvidenceRecord(f"E{len(out) + 1}", c.id, c.t_start, c.t_end,
-                                          when_of(c), modality, "note", text, origin))
+                                          when_of(c, seconds=True), modality, "note", text, origin))
     return out
 
 
@@ -244,15 +253,21 @@ def claims(llm, topic: str, clips: Sequence[Clip], sources: dict[int, str], *, n
         c = listed[item["clip"] - 1]
         modality = "speech" if fact_kind(text) == "speech" else "visual"
         out.append(EvidenceRecord(f"E{first_id + len(out)}", c.id, c.t_start, c.t_end,
-                                  when_of(c), modality, "claim", text, "solver"))
+                                  when_of(c, seconds=True), modality, "claim", text, "solver"))
     return out
 
 
 def renumber(records: Sequence[EvidenceRecord]) -> list[EvidenceRecord]:
     """``records`` in timeline order (notes before claims of the same clip), numbered
-    ``E1``… again."""
+    ``E1``… again, each ``when`` to the minute (``DAY1 11:15``) unless another clip starts
+    in the same minute: then to the second (``DAY1 11:15:30``), so that a time citation
+    names one clip."""
     ordered = sorted(records, key=lambda r: (r.t_start, r.clip_id, KINDS.index(r.kind)))
-    return [replace(r, id=f"E{i}") for i, r in enumerate(ordered, 1)]
+    clips_at: dict[str, set[int]] = {}
+    for r in ordered:
+        clips_at.setdefault(_minutes(r.when), set()).add(r.clip_id)
+    return [replace(r, id=f"E{i}", when=_minutes(r.when) if len(clips_at[_minutes(r.when)]) == 1
+                    else r.when) for i, r in enumerate(ordered, 1)]
 
 
 def day_span(memory: Memory, day: str) -> tuple[float, float] | None:
@@ -293,6 +308,6 @@ def qa_evidence(memory: Memory, hub, topic: str, *, start: float | None, end: fl
         m = cited[0]
         clip = memory.clips([m.clip_id])[m.clip_id]
         out.append(EvidenceRecord(f"E{first_id + len(out)}", clip.id, clip.t_start,
-                                  clip.t_end, when_of(clip), "visual", "qa",
+                                  clip.t_end, when_of(clip, seconds=True), "visual", "qa",
                                   f"{sub.rstrip('?')}: {answer}", "solver"))
     return out

@@ -97,16 +97,17 @@ def resolve(text: str, records: Sequence[EvidenceRecord]) -> Resolved:
     ``(E2, E3)``, are citations too."""
     by_id = {r.id: r for r in records}
     by_when = {}
-    for r in records:
-        by_when.setdefault(r.when, r)
+    for r in records:  # a record's own time (to the second where its minute is shared) …
+        by_when.setdefault(_clock(r.when, seconds=True), r)
+    for r in records:  # … and its minute, for the minute's first clip
+        by_when.setdefault(_clock(r.when), r)
     removed = 0
 
     def lookup(token: str) -> EvidenceRecord | None:
         token = token.strip()
         if token in by_id:
             return by_id[token]
-        short = token.replace("T", " ")
-        return by_when.get(short[:16] if short[:4].isdigit() else _minute(short))
+        return by_when.get(_clock(token, seconds=True)) or by_when.get(_clock(token))
 
     # citations written after the stop move before it: "… drawer. [E3] Then" → "… drawer [E3]."
     # (a second stop after them, "… drawer. [E3].", goes)
@@ -131,11 +132,16 @@ def resolve(text: str, records: Sequence[EvidenceRecord]) -> Resolved:
     return Resolved(out, removed)
 
 
-def _minute(token: str) -> str:
-    """``DAY1 9:05:12`` → ``DAY1 09:05`` (a record's ``when``)."""
-    day, _, clock = token.partition(" ")
+def _clock(token: str, *, seconds: bool = False) -> str:
+    """A time as a lookup key: ``DAY1 9:05:12`` → ``DAY1 09:05`` (``DAY1 09:05:12`` with
+    ``seconds``; a time without seconds stays to the minute); ``2025-02-20T19:31`` →
+    ``2025-02-20 19:31``."""
+    day, _, clock = token.replace("T", " ").partition(" ")
     parts = clock.split(":")
-    return f"{day} {int(parts[0]):02d}:{parts[1]}" if len(parts) >= 2 else token
+    if len(parts) < 2:
+        return token
+    hm = f"{day} {int(parts[0]):02d}:{parts[1]}"
+    return f"{hm}:{parts[2]}" if seconds and len(parts) > 2 else hm
 
 
 # ---- bullet ----------------------------------------------------------------------------
