@@ -91,8 +91,9 @@ def resolve(text: str, records: Sequence[EvidenceRecord]) -> Resolved:
     """Split ``text`` into sentences and resolve its citations to clips.
 
     A citation is ``[E3]`` (an evidence id), ``[DAY1 11:15]`` / ``[2025-02-20 19:31]`` (a
-    time: the evidence clip starting in that minute) or a list of them in one bracket. One
-    that names no evidence is removed and counted; other bracketed text is left as it is.
+    time: the evidence clip starting at that second, else the first in that minute) or a
+    list of them in one bracket. One that names no evidence is removed and counted; other
+    bracketed text is left as it is.
     Citations after a sentence's final stop belong to that sentence; ids in parentheses,
     ``(E2, E3)``, are citations too."""
     by_id = {r.id: r for r in records}
