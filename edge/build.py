@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from edge.embedding import memory_embedder
 from edge.keys import ClipKeys, extract_keys
 from edge.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
@@ -36,7 +37,8 @@ class BuildReport:
     """What one build run did: ``built`` clips, ``remaining`` in the queue afterwards,
     ``seconds`` of wall time, ``clip_seconds`` per clip built (wall seconds each),
     ``interrupted`` when it stopped on request before the queue or ``limit`` ran out,
-    ``backfilled``: clips given pyramid work by ``pyramid=True``."""
+    ``backfilled``: clips given pyramid work by ``pyramid=True``, ``reembed``: what the
+    re-embedding before it did (``edge build``; ``None`` when nothing needed it)."""
 
     built: int = 0
     remaining: int = 0
@@ -44,6 +46,7 @@ class BuildReport:
     clip_seconds: list[float] = field(default_factory=list)
     interrupted: bool = False
     backfilled: int = 0
+    reembed: ReembedReport | None = None
 
     def as_dict(self) -> dict:
         """The report for ``--json`` (seconds rounded to 10 ms)."""
@@ -51,7 +54,8 @@ class BuildReport:
         return {"built": self.built, "remaining": self.remaining,
                 "seconds": round(self.seconds, 2), "interrupted": self.interrupted,
                 "backfilled": self.backfilled,
-                "seconds_per_clip": round(sum(per) / len(per), 2) if per else None}
+                "seconds_per_clip": round(sum(per) / len(per), 2) if per else None,
+                "reembed": self.reembed.as_dict() if self.reembed is not None else None}
 
 
 class Builder:
@@ -87,8 +91,8 @@ class Builder:
             keys = given or extract_keys(llm, clip.caption)
         facts = cm.facts if cm is not None else []
         new_keys = list(KEY_TYPES) if need_keys else []
-        vectors = self.hub.embedder.embed([*(getattr(keys, k) for k in new_keys),
-                                           *(f.text for f in facts)])
+        vectors = memory_embedder(self.memory, self.hub).embed(
+            [*(getattr(keys, k) for k in new_keys), *(f.text for f in facts)])
         fact_vectors = vectors[len(new_keys):]
         links = []
         if cm is not None and self.pyramid.options.links:
@@ -190,4 +194,90 @@ def build(memory: Memory, hub, *, options: PyramidOptions | None = None,
     return report
 
 
-__all__ = ["BuildReport", "Builder", "build"]
+@dataclass
+class ReembedReport:
+    """What one re-embedding run did: the embedder it embeds with, ``embedded`` vectors
+    this run, ``done``/``total`` vectors of the memory afterwards, wall ``seconds``,
+    ``switched`` when the memory's vectors are now the new embedder's, ``interrupted``
+    when it stopped on request first."""
+
+    embedder: str = ""
+    embedded: int = 0
+    done: int = 0
+    total: int = 0
+    seconds: float = 0.0
+    switched: bool = False
+    interrupted: bool = False
+
+    def as_dict(self) -> dict:
+        """The report for ``--json``."""
+        return {"embedder": self.embedder, "embedded": self.embedded, "done": self.done,
+                "total": self.total, "seconds": round(self.seconds, 2),
+                "switched": self.switched, "interrupted": self.interrupted}
+
+
+def needs_reembed(memory: Memory, hub) -> bool:
+    """Whether ``memory`` holds vectors of another embedder (or width) than ``hub``'s
+    profile embeds with (:func:`edge.embedding.profile_space`)."""
+    from edge.embedding import profile_space
+
+    space = memory.vector_space()
+    return (space.embedder, space.dim) != profile_space(hub) and memory.holds_vectors()
+
+
+def reembed(memory: Memory, hub, *, batch: int = 64,
+            on_total: Callable[[int, int], None] | None = None,
+            on_batch: Callable[[int], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> ReembedReport:
+    """Re-embed every key and fact of ``memory`` with the profile's embedder into a building
+    vector space (:mod:`edge.store.spaces`), ``batch`` keys and ``batch`` facts per
+    embedder call and transaction, in id order, then make it the active space.
+
+    Resumable: a run killed at any point (SIGKILL included) loses at most its batch in
+    progress, and the next run goes on from the last stored batch. Clips stored meanwhile
+    (by the old embedder, in the active space) are caught up before the switch.
+    ``on_total(done, total)`` once at the start (vectors); ``on_batch(n)`` after each
+    stored batch; ``stop()`` asked before each batch (True: ``interrupted``, the progress
+    kept). Nothing to do (``switched`` False, ``total`` 0) when the memory's vectors are
+    already the profile's. Raises the embedder's setup errors and the store's write
+    errors (the batches stored before stay)."""
+    from edge.embedding import profile_space
+
+    t0 = time.perf_counter()
+    name, dim = profile_space(hub)
+    report = ReembedReport(embedder=name)
+    if not needs_reembed(memory, hub):
+        return report
+    space = memory.start_reembed(name, dim)
+    report.done, report.total = memory.reembed_progress(space)
+    if on_total:
+        on_total(report.done, report.total)
+    embedder = hub.embedder
+    while True:
+        if stop is not None and stop():
+            report.interrupted = True
+            break
+        keys, facts = memory.reembed_todo(space, batch)
+        if not keys and not facts:
+            # the switch checks again, in its transaction: a clip stored since goes round
+            report.switched = memory.finish_reembed() is not None
+            if report.switched:
+                break
+            space = memory.vector_space("building")
+            if space is None:  # dropped meanwhile (another profile's re-embedding)
+                break
+            continue
+        key_vecs = embedder.embed([k.text for k in keys])
+        fact_vecs = embedder.embed([f.text for f in facts])
+        space = memory.add_reembedded(space, keys, key_vecs, facts, fact_vecs)
+        report.embedded += len(keys) + len(facts)
+        if on_batch:
+            on_batch(len(keys) + len(facts))
+    report.done, report.total = memory.reembed_progress(space)
+    if report.switched:
+        report.done = report.total
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+__all__ = ["BuildReport", "Builder", "ReembedReport", "build", "needs_reembed", "reembed"]

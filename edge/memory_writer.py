@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edge.embedding import memory_embedder
 from edge.keys import ClipKeys, extract_keys
 from edge.pyramid import ClipMemory, Pyramid, extract_clip_memory
 from edge.stages import StageClock
@@ -217,7 +218,8 @@ def write_clip(memory: Memory, hub, clip: NewClip, *, pyramid: Pyramid | None = 
     with stages.stage("memory_llm"):
         keys = _keys_of(hub, clip)
     with stages.stage("embed"):
-        vectors = hub.embedder.embed(index_texts(keys, clip.caption))
+        vectors = memory_embedder(memory, hub, adopt=True).embed(
+            index_texts(keys, clip.caption))
     with stages.stage("store"):
         if save_keyframes is not None:
             clip.keyframes = save_keyframes()
@@ -230,7 +232,7 @@ def write_clips(memory: Memory, hub, clips: Sequence[NewClip]) -> list[Stored]:
     transaction. Returns a :class:`Stored` per clip. Raises as :func:`write_clip`."""
     keys = [_keys_of(hub, c) for c in clips]
     texts = [t for c, k in zip(clips, keys) for t in index_texts(k, c.caption)]
-    vectors = hub.embedder.embed(texts)
+    vectors = memory_embedder(memory, hub, adopt=True).embed(texts)
     width = len(INDEX_TYPES)
     return [_store(memory, c, k, vectors[j * width:(j + 1) * width])
             for j, (c, k) in enumerate(zip(clips, keys))]
@@ -246,7 +248,8 @@ def write_realtime(memory: Memory, hub, clip: NewClip, deferred: Deferred, *,
     :func:`write_clip`; raises the embedder's setup errors and the store's write errors."""
     stages = stages if stages is not None else StageClock()
     with stages.stage("embed"):
-        vectors = hub.embedder.embed(index_texts(clip.keys, clip.caption))
+        vectors = memory_embedder(memory, hub, adopt=True).embed(
+            index_texts(clip.keys, clip.caption))
     with stages.stage("store"):
         if save_keyframes is not None:
             clip.keyframes = save_keyframes()
@@ -258,7 +261,8 @@ def write_clips_realtime(memory: Memory, hub, clips: Sequence[NewClip],
     """:func:`write_realtime` for a batch (caption files): ONE embedder call for every
     clip's captions and given keys, then each clip in its own transaction."""
     texts = [index_texts(c.keys, c.caption) for c in clips]
-    vectors = hub.embedder.embed([t for ts in texts for t in ts]) if clips else []
+    vectors = (memory_embedder(memory, hub, adopt=True).embed([t for ts in texts for t in ts])
+               if clips else [])
     out, lo = [], 0
     for c, ts in zip(clips, texts):
         out.append(_store(memory, c, c.keys, vectors[lo:lo + len(ts)],
@@ -283,8 +287,8 @@ def _write_with_pyramid(memory: Memory, hub, clip: NewClip, pyramid: Pyramid,
                                  t_end=clip.t_end, keyframes=clip.keyframes,
                                  file_keys=clip.keys, options=pyramid.options)
     with pyramid.timed("embed"):
-        vectors = hub.embedder.embed([*index_texts(cm.keys, clip.caption),
-                                      *(f.text for f in cm.facts)])
+        vectors = memory_embedder(memory, hub, adopt=True).embed(
+            [*index_texts(cm.keys, clip.caption), *(f.text for f in cm.facts)])
     width = len(INDEX_TYPES)
     with pyramid.timed("store"):
         stored = _store(memory, clip, cm.keys, vectors[:width], cm, vectors[width:])

@@ -72,7 +72,7 @@ def test_m008_migrates_an_m007_memory_and_keeps_every_vector_and_the_top_k(tmp_p
     db.close()
     with Memory(path) as m:
         names = [r[0] for r in m.db.execute("SELECT name FROM _migrations ORDER BY rowid")]
-        assert names == [n for n, _ in MIGRATIONS] and names[-1] == "m008_key_vec_days"
+        assert names == [n for n, _ in MIGRATIONS] and "m008_key_vec_days" in names
         rows = list(m.db.execute("SELECT key_id, embedding, day, clip_end FROM key_vec"))
         assert {kid: bytes(e) for kid, e, _, _ in rows} == before
         assert all(day == math.floor(end / DAY) for _, _, day, end in rows)

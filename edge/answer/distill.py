@@ -138,19 +138,21 @@ def score(items: Sequence[Sentence], question: str, relevance: Sequence[str], em
           embed_limit: int | None = 96) -> np.ndarray:
     """Each sentence's score (rule 2 of the module), shape ``(len(items),)``, float32.
 
-    ``embedder.embed(list[str]) -> (n, d)`` unit rows, called once for the queries and
-    the ``embed_limit`` sentences best by the lexical part (all when ``None``); a
-    sentence not embedded gets no cosine part."""
+    ``embedder.embed(list[str], query=...) -> (n, d)`` unit rows, called once for the
+    queries (as queries: the model's query prompt) and once for the ``embed_limit``
+    sentences best by the lexical part (all when ``None``; as documents); a sentence not
+    embedded gets no cosine part."""
     queries = [question, *(r for r in relevance if r.strip())]
     lex = lexical(items, queries) * lexical_weight
     prior = np.array([anchor_prior if s.anchor else 0.0 for s in items], dtype=np.float32)
     base = lex + prior
     order = sorted(range(len(items)), key=lambda i: -base[i])  # stable: priority order
     embedded = order if embed_limit is None else order[:embed_limit]
-    vectors = embedder.embed([*queries, *(items[i].text for i in embedded)])
     cos = np.zeros(len(items), dtype=np.float32)
     if embedded:
-        sims = vectors[len(queries):] @ vectors[:len(queries)].T  # (len(embedded), queries)
+        qvecs = embedder.embed(queries, query=True)
+        vectors = embedder.embed([items[i].text for i in embedded])
+        sims = vectors @ qvecs.T  # (len(embedded), queries)
         cos[embedded] = np.clip(sims.max(axis=1), 0.0, None)
     return base + cos
 

@@ -72,11 +72,11 @@ def choice_scores(run: Run, packed: list[Packed]) -> dict[str, dict[str, float]]
 
 def cite_notes(run: Run, packed: list[Packed], text: str, k: int = CITED_NOTES) -> list[int]:
     """The numbers (from 1) of the ``k`` notes whose text is closest to ``text`` by cosine
-    of the embedder's 384-d vectors, best first (``[]`` without notes)."""
+    of the embedder's vectors (``text`` as a query), best first (``[]`` without notes)."""
     if not packed:
         return []
-    vecs = run.embedder.embed([text, *(pk.text for pk in packed)])
-    sims = vecs[1:] @ vecs[0]
+    sims = run.embedder.embed([pk.text for pk in packed]) @ run.embedder.embed_one(
+        text, query=True)
     return [int(i) + 1 for i in np.argsort(-sims)[:k]]
 
 

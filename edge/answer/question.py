@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from edge.embedding import memory_embedder, reembed_note
 from edge.errors import AskError
 from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
 from edge.store import Memory
@@ -243,7 +244,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     if opts.pyramid is None:
         opts = replace(opts, pyramid=memory.has_facts())
     mark = hub.usage.mark()
-    embedder, solver = hub.embedder, hub.llm("solver")
+    embedder, solver = memory_embedder(memory, hub), hub.llm("solver")
     opts = _fit_to_solver(opts, solver)
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
     context = global_context(memory, scope, solver) if opts.pyramid else ""
@@ -260,7 +261,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
-    run.note.remark(join_notes(remark, unbuilt_note(memory, scope)))
+    run.note.remark(join_notes(remark, unbuilt_note(memory, scope),
+                               reembed_note(memory, hub) or ""))
     return run
 
 

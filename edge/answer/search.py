@@ -145,10 +145,11 @@ def query_key(query: str) -> str:
 
 
 def embed_queries(embedder, queries: Sequence[str]) -> list[np.ndarray]:
-    """One 384-d float32 unit vector per query (one batched call for several)."""
+    """One float32 unit vector per query, embedded as a query (the model's query prompt,
+    where it has one: EmbeddingGemma), in one batched call for several."""
     if len(queries) == 1:
-        return [embedder.embed_one(queries[0])]
-    return list(embedder.embed(list(queries)))
+        return [embedder.embed_one(queries[0], query=True)]
+    return list(embedder.embed(list(queries), query=True))
 
 
 def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],

@@ -28,6 +28,7 @@ from pathlib import Path
 from edge.answer.options import AskOptions
 from edge.answer.search import first_round
 from edge.captions import ingest_caption_file, read_caption_file
+from edge.embedding import memory_embedder
 from edge.store import Memory
 from edge.timeline import day_clock, egolife_time
 
@@ -136,8 +137,9 @@ def retrieve_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: Ca
 
         subs = decompose(hub.llm("solver"), q.question, choices=opts.choices,
                          style=opts.decompose_style)
-    r = first_round(memory, hub.embedder, q.question, opts, sub_queries=subs, top_n=top_n)
-    deep = first_round(memory, hub.embedder, q.question, opts, sub_queries=subs,
+    embedder = memory_embedder(memory, hub)
+    r = first_round(memory, embedder, q.question, opts, sub_queries=subs, top_n=top_n)
+    deep = first_round(memory, embedder, q.question, opts, sub_queries=subs,
                        top_n=max(DEEP, top_n))
     return {"anchors": [index.index_of.get(a.clip_id) for a in r.anchors],
             "ranked": [(_doc(index, a.clip_id), float(a.score)) for a in deep.anchors[:DEEP]],
@@ -199,7 +201,8 @@ def run_retrieval(memory: Memory, hub, questions: list[QAQuestion], index: Capti
     (:func:`question_row`) with a result per mode (anchors, ranked top 10, ms and, when
     scored, the hit and ranking metrics). ``opts.top_n`` anchors (default 5)."""
     top_n = opts.top_n or 5
-    hub.embedder.embed_one("warm up")  # model load stays out of the first question's ms
+    # the model's load stays out of the first question's ms
+    memory_embedder(memory, hub).embed_one("warm up", query=True)
     rows = [question_row(q, index) for q in questions]
     for n, (q, row) in enumerate(zip(questions, rows), start=1):
         for mode in modes:

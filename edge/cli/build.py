@@ -56,11 +56,15 @@ class StopAfterClip:
 
 def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
                   max_candidates: int = 6, global_every: int = 20,
-                  limit: int | None = None, command: str = "build"):
+                  limit: int | None = None, command: str = "build", reembed: bool = False):
     """Run :func:`edge.build.build` on ``memory`` with a progress bar (clips, with tqdm's
     ETA) and Ctrl-C stopping after the current clip, holding the memory's build lock; the
-    model calls are stored under ``command``. Returns the :class:`edge.build.BuildReport`.
-    Raises :class:`~edge.errors.BuildBusyError` when another process builds the memory."""
+    model calls are stored under ``command``. With ``reembed`` (``edge build``), first
+    re-embed a memory whose vectors are another embedder's than the profile's
+    (:func:`edge.build.reembed`, its own progress bar in vectors; Ctrl-C stops after the
+    batch in progress) and keep its report in the build report's ``reembed``. Returns the
+    :class:`edge.build.BuildReport`. Raises :class:`~edge.errors.BuildBusyError` when
+    another process builds the memory."""
     from edge.build import build
     from edge.buildlock import build_lock
     from edge.pyramid import PyramidOptions
@@ -88,15 +92,50 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
     try:
         # one builder per memory; a second Ctrl-C cancels the model call in progress
         with build_lock(memory.path), stopper.active(), cancel_scope(stopper.cancel):
-            return build(memory, hub, pyramid=pyramid, limit=limit, on_total=on_total,
+            again = reembed_vectors(memory, hub, stopper) if reembed else None
+            if again is not None and again.interrupted:
+                from edge.build import BuildReport
+
+                return BuildReport(interrupted=True, remaining=memory.backlog()["clips"],
+                                   reembed=again)
+            report = build(memory, hub, pyramid=pyramid, limit=limit, on_total=on_total,
                          on_clip=lambda _s: bar.update(1) if bar is not None else None,
                          stop=lambda: stopper.requested, on_step=on_step,
                          options=PyramidOptions(links=links, max_candidates=max_candidates,
                                                 global_every=global_every))
+            report.reembed = again
+            return report
     finally:
         if bar is not None:
             bar.close()
         memory.record_calls(command, hub.usage.records[mark:])
+
+
+def reembed_vectors(memory, hub, stopper: StopAfterClip):
+    """:func:`edge.build.reembed` with a progress bar in vectors (tqdm's ETA) and the
+    stopper's first Ctrl-C ending it after the batch in progress; ``None`` when the
+    memory's vectors are already the profile's embedder's."""
+    from edge.build import needs_reembed, reembed
+
+    if not needs_reembed(memory, hub):
+        return None
+    bar = None
+
+    def on_total(done: int, total: int) -> None:
+        nonlocal bar
+        space = memory.vector_space()
+        click.echo(f"re-embedding the memory's {total:,} vectors ({space.embedder}'s) with "
+                   f"the {hub.profile.name} profile's embedder; {done:,} done before", err=True)
+        bar = render.progress_bar(total, "vectors", "re-embed")
+        bar.update(done)
+
+    try:
+        return reembed(memory, hub, on_total=on_total,
+                       on_batch=lambda n: bar.update(n) if bar is not None else None,
+                       stop=lambda: stopper.requested)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 @click.command("build")
@@ -120,7 +159,7 @@ def build_command(state: State, pyramid: bool, links: bool, max_candidates: int,
     with open_memory(state, create=False) as memory:
         report = build_backlog(memory, state.hub(), pyramid=pyramid, links=links,
                                max_candidates=max_candidates, global_every=global_every,
-                               limit=limit)
+                               limit=limit, reembed=True)
         backlog = memory.backlog()
     if as_json:
         render.echo_json({**report.as_dict(), "backlog": backlog,

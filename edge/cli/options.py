@@ -28,8 +28,9 @@ class State:
         if self._hub is None:
             from models import ModelHub
 
-            self._hub = ModelHub(load_manifest().profile(self.profile_name),
-                                 config.models_dir())
+            manifest = load_manifest()
+            self._hub = ModelHub(manifest.profile(self.profile_name), config.models_dir(),
+                                 manifest=manifest)
         return self._hub
 
     def close(self) -> None:

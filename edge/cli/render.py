@@ -77,10 +77,20 @@ def backlog_line(b: dict) -> str:
 
 
 def build_line(report, backlog: dict) -> str:
-    """``edge build`` (and the LLM tier of ingest): what was built, what remains."""
+    """``edge build`` (and the LLM tier of ingest): what was re-embedded, what was built,
+    what remains."""
     per = report.as_dict()["seconds_per_clip"]
+    again = getattr(report, "reembed", None)
+    head = ""
+    if again is not None:
+        head = (f"re-embedded {again.embedded:,} vectors with {again.embedder} in "
+                f"{again.seconds:.1f} s; " + (
+                    "the memory is now searched with it. " if again.switched else
+                    f"{again.done:,} of {again.total:,} done: `edge build` resumes. "))
+        if again.interrupted:
+            return head.rstrip() + f" {backlog['clips']} clip(s) wait to be built."
     if not (report.built or report.backfilled or report.interrupted or backlog["clips"]):
-        return "Nothing to build: every clip of the memory is built."
+        return head + "Nothing to build: every clip of the memory is built."
     line = (f"built {report.built} clip(s) in {report.seconds:.1f} s"
             + (f" ({per:.1f} s a clip)" if per is not None else "")
             + (f"; {report.backfilled} clip(s) queued for the pyramid"
@@ -89,7 +99,7 @@ def build_line(report, backlog: dict) -> str:
         line += f". Stopped: {backlog['clips']} clip(s) remain; `edge build` resumes"
     elif backlog["clips"]:
         line += f". {backlog['clips']} clip(s) remain; `edge build` continues"
-    return line + "."
+    return head + line + "."
 
 
 def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:

@@ -86,16 +86,19 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     The same flags give the anchors of `edge ask`'s first round (without --decompose).
     """
     from edge.answer import AskOptions
-    from edge.answer.question import check_question
+    from edge.answer.question import check_question, join_notes
     from edge.answer.search import first_round
+    from edge.embedding import memory_embedder, reembed_note
 
     opts = AskOptions(**scope_settings(at, from_, to, auto_window), top_n=top_n,
                       **retrieval_settings(retrieval, key_types, fusion, rrf_k),
                       choices=parse_choices(choices))
     with open_memory(state, create=False) as memory:
         check_question(memory, question, opts)  # refuse before the embedder loads
-        found = first_round(memory, state.hub().embedder, question, opts)
+        hub = state.hub()
+        found = first_round(memory, memory_embedder(memory, hub), question, opts)
         result = search_result(memory, found)
+        result["note"] = join_notes(result["note"], reembed_note(memory, hub) or "")
     if as_json:
         render.echo_json(result)
         return

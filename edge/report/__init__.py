@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from edge.embedding import memory_embedder
 from edge.errors import EdgeError
 from edge.store import Memory
 
@@ -156,8 +157,8 @@ def make_report(memory: Memory, hub, *, start: float | None, end: float | None, 
         resolved, shown = single(llm, keep, what)
         info["shown"] = len(shown)
     else:
-        resolved, info = ginger(llm, hub.embedder, keep, what, max_facets=max_facets,
-                                on_step=lambda s: say(f"writing: {s}"))
+        resolved, info = ginger(llm, memory_embedder(memory, hub), keep, what,
+                                max_facets=max_facets, on_step=lambda s: say(f"writing: {s}"))
     checks = _checks(llm, resolved.sentences, records, keep, clips, threshold, say)
     return Report(scope=label, start=start, end=end, topic=topic, style=style,
                   sentences=resolved.sentences, evidence=records, threshold=threshold,
@@ -172,7 +173,8 @@ def _evidence(memory: Memory, hub, in_scope: list, label: str, topic: str | None
     """The report's evidence records, numbered in timeline order, and their clips by id:
     notes of the selected clips, plus claims and QA evidence about ``topic``."""
     llm = hub.llm("solver")
-    chosen = select_clips(memory, hub.embedder, in_scope, max_clips, topic=topic, at=at)
+    chosen = select_clips(memory, memory_embedder(memory, hub), in_scope, max_clips,
+                          topic=topic, at=at)
     say(f"{len(chosen)} of {len(in_scope)} clips in {label}"
         + (f" about {topic!r}" if topic else ""))
     records = notes(memory, chosen)

@@ -16,7 +16,6 @@ from edge.store.entities import index_clip_entities
 from edge.store.records import (
     CLIP_COLS,
     CLIP_COLS_C,
-    EMBED_DIM,
     Clip,
     Fact,
     Source,
@@ -126,13 +125,14 @@ class ClipStore:
         and whether this call stored it.
 
         ``t_start``/``t_end``/``day_start`` are timeline seconds. ``keys`` maps a type in
-        :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps the same types to 384-d
-        float32 unit vectors. A clip already stored under ``(source_id, idx)`` — e.g. by a
-        second ingest of the same file running at the same time — is left as it is:
-        ``(its id, False)``.
+        :data:`INDEX_TYPES` to ``(text, origin)``; ``vectors`` maps the same types to float32
+        unit vectors of the active space's width (:meth:`vector_space`: 384-d MiniLM,
+        768-d or a Matryoshka cut of EmbeddingGemma). A clip already stored under
+        ``(source_id, idx)`` — e.g. by a second ingest of the same file running at the
+        same time — is left as it is: ``(its id, False)``.
 
         PyraVid pyramid (§3.2), in the same transaction: ``facts`` with their
-        ``(len(facts), 384)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
+        ``(len(facts), dim)`` ``fact_vectors`` (fact rows, fact_vec, fact_text FTS, and a
         hierarchical fact→clip link each; each ``Fact`` gets its ``id``/``clip_id``) and
         ``clip_node = (summary, scene, origin)``. The clip's entities (people, objects,
         places: :mod:`edge.store.entities`) are indexed in the same transaction. ``build``:
@@ -167,9 +167,11 @@ class ClipStore:
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],
                   vectors: dict[str, np.ndarray]) -> None:
-        """Each key's row and its vector in ``key_vec`` (partitions = key type and the
-        timeline day of the clip's end, metadata = the clip's end for time-scoped KNN).
-        ``ValueError`` on a vector not of shape (384,)."""
+        """Each key's row and its vector in the active space's key table (``key_vec``
+        before a re-embedding; partitions = key type and the timeline day of the clip's
+        end, metadata = the clip's end for time-scoped KNN). ``ValueError`` on a vector
+        not of the space's width (``(dim,)``)."""
+        space = self.vector_space()
         for ktype, (text, origin) in keys.items():
             self.db.execute(
                 "INSERT INTO keys(clip_id, type, text, origin) VALUES(?,?,?,?)",
@@ -177,11 +179,11 @@ class ClipStore:
             )
             key_id = self.db.last_insert_rowid()
             vec = np.asarray(vectors[ktype], dtype=np.float32)
-            if vec.shape != (EMBED_DIM,):
+            if vec.shape != (space.dim,):
                 raise ValueError(f"vector for {ktype} has shape {vec.shape}, "
-                                 f"expected ({EMBED_DIM},)")
+                                 f"expected ({space.dim},) ({space.embedder}'s vectors)")
             self.db.execute(
-                "INSERT INTO key_vec(key_id, key_type, day, clip_end, embedding)"
+                f"INSERT INTO {space.key_table}(key_id, key_type, day, clip_end, embedding)"
                 " VALUES(?,?,?,?,?)",
                 (key_id, ktype, day_of(clip_end), float(clip_end), vec.tobytes()),
             )

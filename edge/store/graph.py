@@ -14,7 +14,6 @@ import numpy as np
 
 from edge.store.records import (
     CLIP_COLS_C,
-    EMBED_DIM,
     FACT_COLS,
     Clip,
     ClipNode,
@@ -35,16 +34,18 @@ class Graph:
     # -- fact nodes
     def _add_facts(self, clip_id: int, day: str, clip_end: float, facts: Sequence[Fact],
                    vectors: np.ndarray | None) -> None:
-        """Inside :meth:`add_clip`'s transaction: each fact's row, its vector in ``fact_vec``
-        (metadata: day, clip end), its ``fact_text`` FTS row and its hierarchical fact→clip
-        link; sets ``f.id``/``f.clip_id``. ``ValueError`` unless ``vectors`` is
-        ``(len(facts), 384)``."""
+        """Inside :meth:`add_clip`'s transaction: each fact's row, its vector in the active
+        space's fact table (``fact_vec`` before a re-embedding; metadata: day, clip end),
+        its ``fact_text`` FTS row and its hierarchical fact→clip link; sets
+        ``f.id``/``f.clip_id``. ``ValueError`` unless ``vectors`` is ``(len(facts), dim)``
+        (the space's width)."""
         if not facts:
             return
+        space = self.vector_space()
         vecs = np.asarray(vectors if vectors is not None else (), dtype=np.float32)
-        if vecs.shape != (len(facts), EMBED_DIM):
+        if vecs.shape != (len(facts), space.dim):
             raise ValueError(f"fact vectors have shape {vecs.shape}, expected "
-                             f"({len(facts)}, {EMBED_DIM})")
+                             f"({len(facts)}, {space.dim})")
         for f, vec in zip(facts, vecs):
             self.db.execute(
                 "INSERT INTO facts(clip_id, t_start, t_end, text, kind, names, keyframe, origin)"
@@ -53,8 +54,9 @@ class Graph:
                  json.dumps(list(f.names), ensure_ascii=False), f.keyframe, f.origin))
             fid = self.db.last_insert_rowid()
             f.id, f.clip_id = fid, clip_id
-            self.db.execute("INSERT INTO fact_vec(fact_id, day, clip_end, embedding)"
-                            " VALUES(?,?,?,?)", (fid, day, float(clip_end), vec.tobytes()))
+            self.db.execute(f"INSERT INTO {space.fact_table}(fact_id, day, clip_end, "
+                            "embedding) VALUES(?,?,?,?)",
+                            (fid, day, float(clip_end), vec.tobytes()))
             self.db.execute("INSERT INTO fact_text(rowid, text) VALUES(?,?)", (fid, f.text))
             self.db.execute(
                 "INSERT INTO links(src_kind, src_id, dst_kind, dst_id, kind) "

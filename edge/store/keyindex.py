@@ -45,24 +45,29 @@ SCAN_BUDGET = 100_000
 """A search scans at least this many 8-bit vectors (~10 ms) when the type has them: small
 types are scanned whole (recall@10 0.80 at 20k synthetic keys a type with 1/4 probed)."""
 
-_VEC_BYTES = EMBED_DIM * 4
 _BATCH = 4096
 
 
-def index_path(memory_path: Path) -> Path:
-    """Where the index of the memory file ``memory_path`` is kept: ``<memory>.keyindex``."""
-    return Path(memory_path).with_name(Path(memory_path).name + ".keyindex")
+def index_path(memory_path: Path, table: str = "key_vec") -> Path:
+    """Where the index of the memory file ``memory_path`` over the key table ``table`` is
+    kept: ``<memory>.keyindex`` for ``key_vec``, ``<memory>.<table>.keyindex`` for the key
+    table of a later vector space (another embedder)."""
+    name = Path(memory_path).name
+    suffix = ".keyindex" if table == "key_vec" else f".{table}.keyindex"
+    return Path(memory_path).with_name(name + suffix)
 
 
 # ---- exact vectors out of key_vec ----------------------------------------------------------
 
-def read_vectors(db, key_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stored float32 vectors of ``key_ids``: ``(found ids (m,), vectors (m, 384))``;
+def read_vectors(db, key_ids: np.ndarray, table: str = "key_vec", dim: int = EMBED_DIM
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The stored float32 vectors of ``key_ids``: ``(found ids (m,), vectors (m, dim))``;
     ids with no vector (deleted) are left out. Order follows ``key_ids``.
 
-    Reads vec0's shadow tables of ``key_vec`` (sqlite-vec 0.1.9, pinned in pyproject):
-    ``key_vec_rowids`` gives each key's chunk and slot; a lone slot is read by incremental
-    blob I/O, a chunk holding many of the ids whole. ~50 µs a key with 128-vector chunks
+    Reads vec0's shadow tables of the key table ``table`` (``key_vec``, or a later vector
+    space's; sqlite-vec 0.1.9, pinned in pyproject): ``<table>_rowids`` gives each key's
+    chunk and slot; a lone slot is read by incremental blob I/O, a chunk holding many of
+    the ids whole. ~50 µs a key with 128-vector chunks
     (``SELECT embedding`` reads the whole chunk, 3× slower). :func:`check_layout` verifies
     the layout against vec0 itself."""
     ids = [int(i) for i in key_ids]
@@ -71,38 +76,38 @@ def read_vectors(db, key_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         part = ids[s:s + _BATCH]
         marks = ",".join("?" * len(part))
         for rid, chunk, slot in db.execute(
-                f"SELECT rowid, chunk_id, chunk_offset FROM key_vec_rowids "
+                f"SELECT rowid, chunk_id, chunk_offset FROM {table}_rowids "
                 f"WHERE rowid IN ({marks})", part):
             where[rid] = (chunk, slot)
     found = [i for i in ids if i in where]
-    out = np.empty((len(found), EMBED_DIM), np.float32)
+    out = np.empty((len(found), dim), np.float32)
     by_chunk: dict[int, list[int]] = {}
     for row, kid in enumerate(found):
         by_chunk.setdefault(where[kid][0], []).append(row)
     for chunk, rows in by_chunk.items():
-        blob = db.blob_open("main", "key_vec_vector_chunks00", "vectors", chunk, False)
+        blob = db.blob_open("main", f"{table}_vector_chunks00", "vectors", chunk, False)
         try:
             if len(rows) > 8:
-                whole = np.frombuffer(blob.read(), np.float32).reshape(-1, EMBED_DIM)
+                whole = np.frombuffer(blob.read(), np.float32).reshape(-1, dim)
                 out[rows] = whole[[where[found[r]][1] for r in rows]]
             else:
                 for r in rows:
-                    blob.seek(where[found[r]][1] * _VEC_BYTES)
+                    blob.seek(where[found[r]][1] * dim * 4)
                     blob.readinto(out[r])
         finally:
             blob.close()
     return np.asarray(found, np.int64), out
 
 
-def check_layout(db) -> bool:
+def check_layout(db, table: str = "key_vec", dim: int = EMBED_DIM) -> bool:
     """Whether :func:`read_vectors` reads what vec0 returns for the first and last key
     (True on an empty table). False means another sqlite-vec storage layout: don't use it."""
-    row = db.execute("SELECT min(key_id), max(key_id) FROM key_vec").fetchone()
+    row = db.execute(f"SELECT min(key_id), max(key_id) FROM {table}").fetchone()
     if row[0] is None:
         return True
     for kid in set(row):
-        ref = db.execute("SELECT embedding FROM key_vec WHERE key_id = ?", (kid,)).fetchone()
-        got_ids, got = read_vectors(db, np.array([kid]))
+        ref = db.execute(f"SELECT embedding FROM {table} WHERE key_id = ?", (kid,)).fetchone()
+        got_ids, got = read_vectors(db, np.array([kid]), table, dim)
         if ref is None or len(got_ids) != 1 or got[0].tobytes() != bytes(ref[0]):
             return False
     return True
@@ -121,15 +126,16 @@ class _Part:
 
 
 def _train(vectors: np.ndarray):
-    """A trained, empty IVF-SQ8 index for vectors like ``vectors`` ((n, 384) float32):
+    """A trained, empty IVF-SQ8 index for vectors like ``vectors`` ((n, dim) float32):
     nlist = 4·√n lists (16…1024), k-means on at most 40 vectors a list (fewer lists held
     less recall on the EgoLife memory at the same share probed);
     searches probe 1/:data:`PROBE_SHARE` of the lists."""
     import faiss
 
     nlist = int(min(1024, max(16, 4 * math.sqrt(len(vectors)))))
-    quantizer = faiss.IndexFlatIP(EMBED_DIM)
-    index = faiss.IndexIVFScalarQuantizer(quantizer, EMBED_DIM, nlist,
+    dim = vectors.shape[1]
+    quantizer = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist,
                                           faiss.ScalarQuantizer.QT_8bit,
                                           faiss.METRIC_INNER_PRODUCT)
     index.cp.min_points_per_centroid = 1  # small types: fewer than 39 a list is fine
@@ -154,17 +160,19 @@ class KeyIndex:
     MIN_SCOPE = 0.25
     """Narrower time scopes (share of a type's keys) go to the exact day-partitioned scan."""
 
-    def __init__(self, parts: dict[str, _Part], upto: int, count: int) -> None:
+    def __init__(self, parts: dict[str, _Part], upto: int, count: int,
+                 table: str = "key_vec", dim: int = EMBED_DIM) -> None:
         self.parts, self.upto, self.count = parts, upto, count
+        self.table, self.dim = table, dim
         self.unsaved = 0
 
     # -- building, updating
     @classmethod
-    def build(cls, db) -> KeyIndex:
-        """Read every key vector (per type, in id order) and index it. Raises
-        ``RuntimeError`` when vec0's storage layout is not the one :func:`read_vectors`
-        reads. ~1 min per 500k keys on 2 cores."""
-        if not check_layout(db):
+    def build(cls, db, table: str = "key_vec", dim: int = EMBED_DIM) -> KeyIndex:
+        """Read every key vector of the key table ``table`` (``dim`` wide; per type, in id
+        order) and index it. Raises ``RuntimeError`` when vec0's storage layout is not the
+        one :func:`read_vectors` reads. ~1 min per 500k 384-d keys on 2 cores."""
+        if not check_layout(db, table, dim):
             raise RuntimeError("sqlite-vec's storage layout is not the expected one")
         upto, count = db.execute(
             "SELECT coalesce(max(id), 0), count(*) FROM keys").fetchone()
@@ -173,12 +181,12 @@ class KeyIndex:
             ids, ends = _key_rows(db, "k.type = ? AND k.id <= ?", (ktype, upto))
             if len(ids) < cls.MIN_PART:
                 continue
-            found, vecs = read_vectors(db, ids)
+            found, vecs = read_vectors(db, ids, table, dim)
             keep = np.isin(ids, found)
             index = _train(vecs)
             index.add(vecs)
             parts[ktype] = _Part(index, ids[keep], ends[keep])
-        ki = cls(parts, upto, count)
+        ki = cls(parts, upto, count, table, dim)
         ki.unsaved = count
         return ki
 
@@ -194,7 +202,7 @@ class KeyIndex:
         for ktype in self.parts:
             ids, ends = _key_rows(db, "k.type = ? AND k.id > ? AND k.id <= ?",
                                   (ktype, self.upto, top))
-            found, vecs = read_vectors(db, ids)
+            found, vecs = read_vectors(db, ids, self.table, self.dim)
             keep = np.isin(ids, found)
             todo.append((self.parts[ktype], ids[keep], ends[keep], vecs))
         for part, ids, ends, vecs in todo:
@@ -247,7 +255,8 @@ class KeyIndex:
 
         arrays = {"meta": np.frombuffer(json.dumps(
             {"format": FORMAT, "upto": self.upto, "count": self.count,
-             "types": sorted(self.parts)}).encode(), np.uint8)}
+             "types": sorted(self.parts), "table": self.table, "dim": self.dim}
+        ).encode(), np.uint8)}
         for t, p in self.parts.items():
             arrays[f"index_{t}"] = faiss.serialize_index(p.index)
             arrays[f"ids_{t}"], arrays[f"ends_{t}"] = p.ids, p.ends
@@ -264,21 +273,24 @@ class KeyIndex:
         self.unsaved = 0
 
     @classmethod
-    def load(cls, path: Path) -> KeyIndex | None:
-        """The index kept in ``path``, or ``None`` when there is none or it cannot be read
-        (another format, a damaged file: it is then rebuilt)."""
+    def load(cls, path: Path, table: str = "key_vec", dim: int = EMBED_DIM
+             ) -> KeyIndex | None:
+        """The index of key table ``table`` (``dim`` wide) kept in ``path``, or ``None``
+        when there is none or it cannot be read (another format, another table or width, a
+        damaged file: it is then rebuilt)."""
         import faiss
 
         try:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(bytes(z["meta"]).decode())
-                if meta.get("format") != FORMAT:
+                if meta.get("format") != FORMAT or (
+                        meta.get("table", "key_vec"), meta.get("dim", EMBED_DIM)) != (table, dim):
                     return None
                 parts = {}
                 for t in meta["types"]:
                     index = faiss.deserialize_index(z[f"index_{t}"])
                     parts[t] = _Part(index, z[f"ids_{t}"], z[f"ends_{t}"])
-            return cls(parts, int(meta["upto"]), int(meta["count"]))
+            return cls(parts, int(meta["upto"]), int(meta["count"]), table, dim)
         except FileNotFoundError:
             return None
         except Exception as e:  # a damaged or foreign file is rebuilt, never trusted

@@ -16,6 +16,7 @@ from edge.store.entities import EntityIndex
 from edge.store.graph import Graph
 from edge.store.queue import BuildQueue
 from edge.store.schema import apply_migrations, connect, write_transaction
+from edge.store.spaces import VectorSpaces
 from edge.store.text import TextIndex
 from edge.store.vectors import VectorIndex
 
@@ -42,7 +43,8 @@ def same_file(a: Path, b: Path) -> bool:
     return a.exists() and b.exists() and os.path.samefile(a, b)
 
 
-class Memory(ClipStore, VectorIndex, TextIndex, Graph, EntityIndex, BuildQueue, Accounting):
+class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex, BuildQueue,
+             Accounting):
     """An open memory file. Use as a context manager or call :meth:`close`.
 
     Opening applies pending migrations (:data:`~edge.store.MIGRATIONS`). Raises
@@ -50,7 +52,8 @@ class Memory(ClipStore, VectorIndex, TextIndex, Graph, EntityIndex, BuildQueue, 
     the file does not exist (or is empty), or when it is not a usable memory file.
 
     Methods by module: sources and clips (:mod:`~edge.store.clips`), KNN over key and fact
-    vectors (:mod:`~edge.store.vectors`), BM25 (:mod:`~edge.store.text`), the PyraVid
+    vectors (:mod:`~edge.store.vectors`), which embedder wrote them and re-embedding
+    (:mod:`~edge.store.spaces`), BM25 (:mod:`~edge.store.text`), the PyraVid
     pyramid (:mod:`~edge.store.graph`), the entity-time index (:mod:`~edge.store.entities`),
     the deferred LLM tier's queue (:mod:`~edge.store.queue`), calls, runs and stats
     (:mod:`~edge.store.accounting`).

@@ -12,7 +12,27 @@ KEY_TYPES: tuple[str, ...] = ("event", "dialogue", "object", "summary")
 INDEX_TYPES: tuple[str, ...] = (*KEY_TYPES, "caption")
 """Everything with a vector: the four keys plus the whole caption (for ablations)."""
 EMBED_DIM = 384
-"""Length of every stored vector (keys, captions, facts): float32, unit length, cosine."""
+"""Length of the vectors of a memory built before m009 (MiniLM-L6: keys, captions, facts;
+float32, unit length, cosine). Since m009 each memory records its own embedder and width
+(:class:`VectorSpace`)."""
+
+
+@dataclass(frozen=True)
+class VectorSpace:
+    """One embedder's vectors in a memory: the model that wrote them (a manifest name), their
+    width (float32, unit length, cosine), the vec0 tables holding the key and fact vectors,
+    and its state: ``active`` (what search reads) or ``building`` (a re-embedding with
+    another embedder under way: keys with ``id <= key_upto`` and facts with
+    ``id <= fact_upto`` are in its tables)."""
+
+    id: int
+    embedder: str
+    dim: int
+    key_table: str
+    fact_table: str
+    state: str
+    key_upto: int = 0
+    fact_upto: int = 0
 
 
 @dataclass

@@ -240,6 +240,31 @@ _M008_FILL = """
         DROP TABLE temp._key_vec_copy;
         """
 
+_M009_VECTOR_SPACES = """
+        CREATE TABLE vector_spaces(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: names the tables
+            embedder TEXT NOT NULL,           -- the model that wrote the vectors
+            dim INTEGER NOT NULL,             -- float32 values a vector
+            key_table TEXT NOT NULL UNIQUE,   -- vec0 table of key vectors
+            fact_table TEXT NOT NULL UNIQUE,  -- vec0 table of fact vectors
+            state TEXT NOT NULL UNIQUE CHECK (state IN ('active', 'building')),
+            key_upto INTEGER NOT NULL DEFAULT 0,   -- building: keys with id <= this done
+            fact_upto INTEGER NOT NULL DEFAULT 0,  -- building: facts with id <= this done
+            created_at REAL NOT NULL          -- Unix seconds
+        );
+        """
+
+
+def key_vec_sql(table: str, dim: int) -> str:
+    """``CREATE`` of a key-vector table as m008 shaped ``key_vec`` (partitions by key type
+    and timeline day, the clip's end as metadata, 128-vector chunks), ``dim`` wide."""
+    return _M008_KEY_VEC.replace("key_vec", table).replace(f"[{EMBED_DIM}]", f"[{dim}]")
+
+
+def fact_vec_sql(table: str, dim: int) -> str:
+    """``CREATE`` of a fact-vector table as m003 shaped ``fact_vec``, ``dim`` wide."""
+    return _M003_FACT_VEC.replace("fact_vec", table).replace(f"[{EMBED_DIM}]", f"[{dim}]")
+
 
 # ---- the migrations ----------------------------------------------------------------------
 
@@ -305,6 +330,17 @@ def _m008_key_vec_days(db) -> None:
     db.execute(_M008_FILL.format(day=sql_day("clip_end")))
 
 
+def _m009_vector_spaces(db) -> None:
+    """Vectors carry their model (issue 25): ``vector_spaces`` names the embedder and width
+    of the vectors in ``key_vec``/``fact_vec`` — every memory before this migration was
+    embedded by MiniLM-L6 (384-d) — and holds a second, ``building`` space while
+    ``edge build`` re-embeds the memory with another embedder."""
+    db.execute(_M009_VECTOR_SPACES)
+    db.execute("INSERT INTO vector_spaces(id, embedder, dim, key_table, fact_table, state,"
+               " created_at) VALUES(1, 'minilm-l6-int8', ?, 'key_vec', 'fact_vec', 'active',"
+               " ?)", (EMBED_DIM, time.time()))
+
+
 MIGRATIONS: list[tuple[str, Callable]] = [
     ("m001_initial", _m001_initial),
     ("m002_clip_text_fts", _m002_clip_text_fts),
@@ -314,6 +350,7 @@ MIGRATIONS: list[tuple[str, Callable]] = [
     ("m006_entities", _m006_entities),
     ("m007_build_queue", _m007_build_queue),
     ("m008_key_vec_days", _m008_key_vec_days),
+    ("m009_vector_spaces", _m009_vector_spaces),
 ]
 """``(name, step)`` in order; a step takes an apsw connection. Append only."""
 
