@@ -59,7 +59,7 @@ def _centers() -> np.ndarray:
 
 
 def clustered(n: int, seed: int, centers: np.ndarray, noise: float = 1.2) -> np.ndarray:
-    """``(n, 384)`` unit vectors: a random topic center plus Gaussian noise (cosine to the
+    """``(n, DIM)`` unit vectors: a random topic center plus Gaussian noise (cosine to the
     center ≈ 0.65), like sentence embeddings of a few thousand recurring activities."""
     rng = np.random.default_rng(seed)
     x = centers[rng.integers(0, len(centers), n)]
@@ -74,6 +74,8 @@ def build_synthetic(path: Path, n_vectors: int, chunk_clips: int = 20_000) -> di
     n_clips = n_vectors // len(INDEX_TYPES)
     t = time.perf_counter()
     with Memory(path) as m:
+        if DIM != 384:  # the width of the profile's embedder (EmbeddingGemma: 768 or a cut)
+            m.adopt_embedder(f"synthetic-{DIM}", DIM)
         db = m.db
         db.execute("INSERT INTO sources(id, path, sha256, kind, clock, start_from, t_start,"
                    " duration, n_clips, status, added_at) VALUES(1,'syn','syn','captions',"
@@ -203,7 +205,7 @@ def synthetic(size: str, workdir: Path, n_queries: int, keep: bool) -> dict:
 
 def real(source: Path, workdir: Path) -> dict:
     """The EgoLife four-day memory: migrate a copy, then exact vs index with the hard
-    questions embedded by the product's embedder as queries."""
+    questions embedded as queries by the embedder of the memory's vectors."""
     from edge.config import models_dir
     from models import ModelHub, load_manifest
 
@@ -215,8 +217,10 @@ def real(source: Path, workdir: Path) -> dict:
     with Memory(path) as m:
         migrate_s = time.perf_counter() - t
         qs = json.loads((ROOT / "benchmarks/egolife_hard_questions.json").read_text())
+        from edge.embedding import memory_embedder
+
         hub = ModelHub(load_manifest().profile("tiny"), models_dir())
-        queries = hub.embedder.embed([q["question"] for q in qs])
+        queries = memory_embedder(m, hub).embed([q["question"] for q in qs], query=True)
         end = m.db.execute("SELECT max(t_end) FROM clips").fetchone()[0]
         res = {"migrate_s": round(migrate_s, 2), "queries": len(queries)} | measure(
             m, queries, "real", {"1d": (end, end - DAY)})
@@ -227,19 +231,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10k,100k", help="comma list of 10k,100k,1M,3M")
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--dim", type=int, default=384,
+                    help="vector width (384: MiniLM; 768 or a Matryoshka cut: EmbeddingGemma)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/knn"))
     ap.add_argument("--real", type=Path, default=ROOT / "benchmarks/results/days1-4.db",
                     help="a memory built from the four-day EgoLife file (copied, not changed)")
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic memories")
     args = ap.parse_args()
+    global DIM
+    DIM = args.dim
     args.workdir.mkdir(parents=True, exist_ok=True)
-    out = {"queries": args.queries, "results": {}}
+    out = {"queries": args.queries, "dim": DIM, "results": {}}
     for size in args.sizes.split(","):
         out["results"][size] = synthetic(size, args.workdir, args.queries, args.keep)
     if not args.no_real and args.real.exists():
         out["results"]["real"] = real(args.real, args.workdir)
-    dest = ROOT / "benchmarks/results" / f"knn_scale_{args.sizes.replace(',', '_')}.json"
+    tag = args.sizes.replace(",", "_") + ("" if DIM == 384 else f"_{DIM}d")
+    dest = ROOT / "benchmarks/results" / f"knn_scale_{tag}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(out, indent=1))
     print(f"wrote {dest}")

@@ -34,10 +34,15 @@ def _text_image(text: str) -> np.ndarray:
 def _exercise(hub, role: str) -> str:
     """Do one small real job with ``role``; returns a detail line, raises on failure."""
     if role == "embedder":
-        v = hub.embedder.embed(["a cup of tea on the kitchen table"])
-        if v.shape != (1, 384) or abs(float(np.linalg.norm(v[0])) - 1.0) > 1e-3:
-            raise RuntimeError(f"unexpected embedding shape {v.shape}")
-        return "384-d unit vectors"
+        emb, dim = hub.embedder, int(spec_of(hub, role).option("dim", 384))
+        v = emb.embed(["a cup of tea on the kitchen table", "a bicycle in the garage"])
+        if v.shape != (2, dim) or abs(float(np.linalg.norm(v[0])) - 1.0) > 1e-3:
+            raise RuntimeError(f"unexpected embedding shape {v.shape}, expected (2, {dim})")
+        q = emb.embed_one("where did I leave my tea?", query=True)
+        if float(v[0] @ q) <= float(v[1] @ q):
+            raise RuntimeError("a question about tea is closer to a bicycle than to tea: "
+                               "the embedder's weights or prompts are wrong")
+        return f"{dim}-d unit vectors; a question finds its sentence"
     if role == "transcriber":
         segs = hub.transcriber.transcribe(np.zeros(16_000, dtype=np.float32))
         return f"transcribed 1 s of silence ({len(segs)} segments)"
@@ -104,7 +109,8 @@ def check_roles(hub, *, load: bool = True) -> list[dict]:
     for role in ROLES:
         spec = spec_of(hub, role)
         row = {"role": role, "model": spec.name if spec else "-",
-               "backend": spec.backend if spec else "-", "weights": None, "ok": False,
+               "backend": spec.backend if spec else "-",
+               "license": (spec.license or "-") if spec else "-", "weights": None, "ok": False,
                "loaded": False, "detail": "", "error": ""}
         if spec is None:
             row["error"] = "not set in this profile"

@@ -138,16 +138,20 @@ def fuse(
 
 def hybrid_retrieve(memory: Memory, query: str, query_vec: np.ndarray, *, top_n: int = 5,
                     key_types: tuple[str, ...] = KEY_TYPES, before: float | None = None,
-                    after: float | None = None, k: int = 60, depth: int = 4
-                    ) -> list[ScoredClip]:
-    """MERIT max-sim over keys (Eq. 6–7; ``query_vec`` a 384-d unit vector) fused by RRF
-    (K = ``k``) with BM25 over FTS5 for the text ``query``; each list is taken
-    ``depth``×``top_n`` deep before fusing, both inside ``(after, before]`` (timeline
-    seconds). Scores are RRF scores."""
+                    after: float | None = None, k: int = 60, depth: int = 4,
+                    dense_weight: float = 1.0) -> list[ScoredClip]:
+    """MERIT max-sim over keys (Eq. 6–7; ``query_vec`` a unit vector of the memory's
+    width) fused by RRF (K = ``k``) with BM25 over FTS5 for the text ``query``; each list
+    is taken ``depth``×``top_n`` deep before fusing, both inside ``(after, before]``
+    (timeline seconds). ``dense_weight``: the max-sim list's weight against BM25's 1
+    (weighted RRF; 1 = plain RRF). Scores are RRF scores."""
     dense = max_sim_retrieve(memory, query_vec, top_n=top_n * depth, key_types=key_types,
                              before=before, after=after)
     lexical = bm25_retrieve(memory, query, top_n=top_n * depth, before=before, after=after)
-    return fuse([dense, lexical], method="rrf", k=k, top_n=top_n)
+    if dense_weight == 1.0:
+        return fuse([dense, lexical], method="rrf", k=k, top_n=top_n)
+    return fuse([dense, lexical], method="wrrf", k=k, weights=[dense_weight, 1.0],
+                top_n=top_n)
 
 
 def multi_query_retrieve(
@@ -163,11 +167,13 @@ def multi_query_retrieve(
     before: float | None = None,
     after: float | None = None,
     depth: int = 4,
+    dense_weight: float = 1.0,
 ) -> list[ScoredClip]:
     """Retrieve for each query (the question and its sub-queries, MARQUIS §3.1) and fuse
     the ranked lists with ``fusion`` (see :func:`fuse`). Each list is ``depth``×``top_n``
     deep; it is hybrid (:func:`hybrid_retrieve`) when ``lexical`` else max-sim. One query is
-    just that query's retrieval. ``query_vecs``: one 384-d unit vector per query. Raises
+    just that query's retrieval. ``query_vecs``: one unit vector per query (the memory's
+    width); ``dense_weight`` as in :func:`hybrid_retrieve`. Raises
     ``ValueError`` when the counts differ or there is no query, or for an unknown
     ``fusion``."""
     if len(queries) != len(query_vecs) or not queries:
@@ -177,7 +183,8 @@ def multi_query_retrieve(
         n = top_n if len(queries) == 1 else top_n * depth
         if lexical:
             lists.append(hybrid_retrieve(memory, q, v, top_n=n, key_types=key_types,
-                                         before=before, after=after, k=k, depth=depth))
+                                         before=before, after=after, k=k, depth=depth,
+                                         dense_weight=dense_weight))
         else:
             lists.append(max_sim_retrieve(memory, v, top_n=n, key_types=key_types,
                                           before=before, after=after))

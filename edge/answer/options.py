@@ -48,6 +48,8 @@ class AskOptions:
         decompose_style: ``phrases`` (atomic search phrases) or ``statements`` (the
             question rewritten as notes in the memory's style, HyDE;
             :func:`edge.decompose.decompose`).
+        dense_weight: with ``hybrid``, the weight of the max-sim list against BM25's 1
+            in their fusion (weighted RRF; 1 = plain RRF).
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
             one letter and the reason goes to ``Answer.extra["reason"]``.
         choice_scoring: with ``choices``, how ``adaptive``/``single``/``merit`` pick the
@@ -117,6 +119,7 @@ class AskOptions:
     decompose_style: str = "phrases"
     fusion: str = "rrf"
     rrf_k: int = 60
+    dense_weight: float = 1.0
     choices: list[str] | None = None
     choice_scoring: str = "generate"
     choice_queries: bool = True

@@ -162,7 +162,7 @@ def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nd
         return multi_query_retrieve(
             memory, list(queries), list(vecs), top_n=top_n, key_types=opts.key_types,
             lexical=opts.retrieval == "hybrid", fusion=opts.fusion, k=opts.rrf_k,
-            before=before, after=after)
+            before=before, after=after, dense_weight=opts.dense_weight)
 
     ranked = search(scope.start, scope.end)
     if scope.prefer is None:

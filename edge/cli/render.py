@@ -267,6 +267,13 @@ def stats_lines(s: dict, memory_path: Path) -> list[str]:
     for kind, n in pyr["links"].items():
         lines.append(f"links    {kind:28} {n}")
     lines.append(backlog_line(s["backlog"]))
+    v = s["vectors"]
+    line = f"vectors  {v['embedder']}, {v['dim']}-d"
+    if v["reembedding"]:
+        r = v["reembedding"]
+        line += (f"; re-embedding with {r['embedder']} ({r['dim']}-d): {r['done']:,} of "
+                 f"{r['total']:,} done, `edge build` goes on")
+    lines.append(line)
     if s["partial_sources"]:
         lines.append(f"partial  {len(s['partial_sources'])} source(s) not finished (run the "
                      "same ingest again to resume): " + ", ".join(s["partial_sources"]))
@@ -309,7 +316,8 @@ def backup_lines(memory_path: Path, dest: Path, clips: int,
 # ---- models, doctor -----------------------------------------------------------------------
 
 def role_lines(profile: str, rows: list[dict]) -> list[str]:
-    """``edge models list``: each role's model, backend, state and weights (or its error)."""
+    """``edge models list``: each role's model, backend, state and weights (or its error),
+    and under it the model's licence."""
     lines = [f"profile {profile}"]
     for r in rows:
         status = "ok" if r["ok"] else "FAIL"
@@ -317,6 +325,8 @@ def role_lines(profile: str, rows: list[dict]) -> list[str]:
             status = "found"
         lines.append(f"  {r['role']:12} {r['model']:30} {r['backend']:14} {status:5} "
                      f"{r['weights'] or '-'}")
+        if r.get("license", "-") != "-":
+            lines.append(f"  {'':12} licence: {r['license']}")
         if r["error"]:
             lines.append(f"  {'':12} {r['error']}")
     return lines

@@ -77,8 +77,10 @@ class Accounting:
         """Counts: ``sources``, ``clips``, ``keys`` (not caption vectors), ``hours`` covered,
         ``days``, ``first``/``last`` (timeline seconds), ``last_ingest`` (Unix time of the
         last source registered or clip stored),
-        ``partial_sources`` (paths not ``done``), ``pyramid`` (:meth:`pyramid_stats`) and
-        ``backlog`` (the deferred LLM tier's: :meth:`~edge.store.queue.BuildQueue.backlog`)."""
+        ``partial_sources`` (paths not ``done``), ``pyramid`` (:meth:`pyramid_stats`),
+        ``backlog`` (the deferred LLM tier's: :meth:`~edge.store.queue.BuildQueue.backlog`)
+        and ``vectors``: the embedder and width of the memory's vectors, and of a
+        re-embedding under way with its progress (:mod:`edge.store.spaces`)."""
         q = self.db.execute
         n_clips, secs, first, last = q(
             "SELECT count(*), coalesce(sum(t_end - t_start), 0), min(t_start), max(t_end)"
@@ -97,4 +99,16 @@ class Accounting:
                 "SELECT path FROM sources WHERE status != 'done' ORDER BY id")],
             "pyramid": self.pyramid_stats(),
             "backlog": self.backlog(),
+            "vectors": self._vector_stats(),
         }
+
+    def _vector_stats(self) -> dict:
+        """``{"embedder", "dim", "reembedding": None | {"embedder", "dim", "done",
+        "total"}}``."""
+        space, building = self.vector_space(), self.vector_space("building")
+        out = {"embedder": space.embedder, "dim": space.dim, "reembedding": None}
+        if building is not None:
+            done, total = self.reembed_progress(building)
+            out["reembedding"] = {"embedder": building.embedder, "dim": building.dim,
+                                  "done": done, "total": total}
+        return out
