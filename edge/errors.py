@@ -53,6 +53,23 @@ class TimeParseError(EdgeError, ValueError):
     """A moment the user typed that we cannot read; the message shows accepted forms."""
 
 
+class InputError(EdgeError, ValueError):
+    """Text the user typed that no command can use (a question that is not valid UTF-8):
+    one line and exit code 2 in the CLI, as for a bad option."""
+
+
+def require_utf8(text: str, what: str) -> str:
+    """``text`` unchanged when it is valid Unicode; raises :class:`InputError` naming
+    ``what`` (``the question``, ``option 2``) when it holds bytes that were not UTF-8 (the
+    shell hands Python such bytes as lone surrogates, which no model or SQLite can take)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid UTF-8 text; type it again, or check the "
+                         "terminal's encoding (locale)") from None
+    return text
+
+
 MODEL_ERRORS: tuple[type[Exception], ...] = (
     ConfigError, UnknownModelError, WeightsCorruptError, WeightsMissingError)
 """Errors of the model setup (weights not downloaded, a bad profile, a remote server that
@@ -66,6 +83,8 @@ __all__ = [
     "MODEL_ERRORS",
     "USER_ERRORS",
     "AskError",
+    "InputError",
+    "require_utf8",
     "BenchError",
     "BuildBusyError",
     "CaptionFileError",

@@ -122,7 +122,7 @@ def test_an_unbuilt_clip_is_found_by_its_caption_vector_and_bm25(tmp_path, hub):
         assert hybrid_retrieve(m, q, vec, top_n=2, key_types=INDEX_TYPES)[0].clip_id == target
         found = first_round(m, hub.embedder, q, AskOptions(at=T0 + 4 * 30))
         assert found.anchors[0].clip_id == target
-        assert "4 of the 4 clips in scope are not yet built" in found.note
+        assert "4 of the 4 clips in scope have no keys yet" in found.note
 
 
 def test_asks_note_counts_the_unbuilt_clips_in_scope(tmp_path, hub):
@@ -134,9 +134,28 @@ def test_asks_note_counts_the_unbuilt_clips_in_scope(tmp_path, hub):
                             deferred=Deferred(pyramid=False))
         run = start(m, hub, "what did I read on the laptop?",
                     AskOptions(at=T0 + 4 * 30), None)
-        assert "2 of the 4 clips in scope are not yet built" in run.note.text
+        assert "2 of the 4 clips in scope have no keys yet" in run.note.text
         run = start(m, hub, "what did I pick up?", AskOptions(at=T0 + 2 * 30), None)
-        assert "not yet built" not in run.note.text  # the first two clips have the file's keys
+        assert "no keys yet" not in run.note.text  # the first two clips have the file's keys
+
+
+def test_a_pyramid_still_to_build_is_said_only_when_the_answer_would_use_it(tmp_path, hub):
+    """Issue 29 item 4: a caption file's clips have their keys; waiting for the pyramid
+    alone is no news for a plain question, but is for the merit loop or expansion."""
+    from edge.answer import AskOptions
+    from edge.answer.question import start
+
+    with Memory(tmp_path / "m.db") as m:
+        ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json",
+                                                  with_keys=(0, 1, 2, 3)),
+                            deferred=Deferred(pyramid=True))
+        assert m.backlog()["pyramid"] == 4 and not m.backlog()["keys"]
+        run = start(m, hub, "what did I read on the laptop?", AskOptions(at=T0 + 4 * 30), None)
+        assert "pyramid" not in run.note.text and "not yet built" not in run.note.text
+        run = start(m, hub, "what did I read on the laptop?",
+                    AskOptions(at=T0 + 4 * 30, loop="merit"), None)
+        assert "4 of the 4 clips in scope have no pyramid yet" in run.note.text
+        assert run.note.text.count("edge build") == 1
 
 
 def test_a_failed_build_transaction_keeps_the_clip_queued(tmp_path):

@@ -261,8 +261,10 @@ def test_escape_cancels_a_running_question_at_once(day, hub):
             finally:
                 app.ask_lock.release()
             # 2. Cancelled while it runs: it stops at its next progress point, or its late
-            # result is dropped; either way nothing reaches the screen.
+            # result is dropped; either way nothing reaches the screen. The cancelled turn
+            # above gives way to the new question (issue 29: it stayed above the answer).
             await type_question(pilot, "What did we eat for dinner?")
+            assert not chat.query(".cancelled") and len(chat.query(".question")) == 1
             pending = chat.query_one(".pending", Bubble)
             await until(pilot, lambda: "round 1/1" in str(pending.render()), 60, "progress")
             assert app.ask_lock.locked()

@@ -21,7 +21,7 @@ from textual.worker import NoActiveWorker, get_current_worker
 
 from edge.answer import Answer, ask
 from edge.errors import USER_ERRORS, StoreError
-from edge.store import Memory
+from edge.store import Memory, ReadOnlyMemoryError
 from models import cancel_scope
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
@@ -65,6 +65,7 @@ class EdgeApp(App):
         self.ask_options = dict(ask_options or {})
         self.ask_lock = threading.Lock()
         self.memory: Memory | None = None
+        self.readonly = False  # opened read-only (a file or folder it cannot write)
         self.open_error: str | None = None  # why the memory file could not be opened
         self.status: MemoryStatus = memory_status(self.memory_path, None, hub)
         self._open_memory()
@@ -74,7 +75,14 @@ class EdgeApp(App):
         """Open the memory for the UI thread once its file exists; never create it."""
         if self.memory is None and self.memory_path.is_file():
             try:
-                self.memory = Memory(self.memory_path, create=False)
+                try:
+                    self.memory = Memory(self.memory_path, create=False)
+                except ReadOnlyMemoryError:  # read-only media: read it, record nothing
+                    self.memory = Memory(self.memory_path, create=False, readonly=True)
+                    self.readonly = True
+                    if self.is_running:
+                        self.notify(f"{self.memory_path} cannot be written here: opened "
+                                    "read-only (model calls are not recorded).", timeout=10)
                 self.open_error = None
             except StoreError as e:
                 if str(e) != self.open_error and self.is_running:
@@ -126,7 +134,7 @@ class EdgeApp(App):
             cancel = get_current_worker().cancelled_event
         except NoActiveWorker:
             cancel = None
-        with Memory(self.memory_path, create=False) as memory, cancel_scope(cancel):
+        with self._connect() as memory, cancel_scope(cancel):
             mark = self.hub.usage.mark()
             try:
                 return ask(memory, self.hub, question, delta=self.delta,
@@ -146,7 +154,7 @@ class EdgeApp(App):
             cancel = get_current_worker().cancelled_event
         except NoActiveWorker:
             cancel = None
-        with Memory(self.memory_path, create=False) as memory, cancel_scope(cancel):
+        with self._connect() as memory, cancel_scope(cancel):
             req = parse_request(request, memory.days())
             start, end = day_span(memory, req["day"])
             mark = self.hub.usage.mark()
@@ -157,6 +165,10 @@ class EdgeApp(App):
             finally:
                 self._record_calls(memory, self.hub.usage.records[mark:])
 
+    def _connect(self) -> Memory:
+        """A connection of the calling (worker) thread, read-only when the memory was."""
+        return Memory(self.memory_path, create=False, readonly=self.readonly)
+
     def _record_calls(self, memory: Memory, records: list) -> None:
         """Store a question's or report's model calls under ``chat``; a memory that refuses
         the write (a read-only file) loses that accounting, with a notice, not the answer.
@@ -165,6 +177,8 @@ class EdgeApp(App):
 
         from edge.store import write_error
 
+        if memory.readonly:
+            return  # said once when it was opened
         try:
             memory.record_calls("chat", records)
         except apsw.Error as e:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from edge.embedding import memory_embedder, reembed_note
-from edge.errors import AskError
+from edge.errors import AskError, require_utf8
 from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
 from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
@@ -74,10 +74,13 @@ def check_question(memory: Memory, question: str, opts: AskOptions) -> tuple[str
     Raises:
         AskError: bad options (:meth:`AskOptions.check`), an empty question, an empty
             memory, or nothing in memory ending before ``opts.at``.
+        InputError: a question or option that is not valid UTF-8.
         ValueError: an unknown ``retrieval`` or ``loop``.
     """
     opts.check()
-    question = question.strip()
+    question = require_utf8(question, "the question").strip()
+    for i, choice in enumerate(opts.choices or [], start=1):
+        require_utf8(choice, f"option {i} of --choices")
     if not question:
         raise AskError("the question is empty")
     stats = memory.stats()
@@ -105,19 +108,24 @@ def global_context(memory: Memory, scope: TimeWindow, llm, max_tokens: int = 160
     return f"Summary of {node.day or 'the memory'} so far: {text}\n\n"
 
 
-def unbuilt_note(memory: Memory, scope: TimeWindow) -> str:
-    """The note for a partly built memory: how many clips in ``scope`` still wait for the
-    deferred LLM tier (:mod:`edge.build`) and what they lack — keys (then only their
-    caption vector and BM25 find them) or only the pyramid; ``""`` when none wait."""
+def unbuilt_note(memory: Memory, scope: TimeWindow, *, pyramid: bool = False) -> str:
+    """The note for a partly built memory, only when the answer would use what is missing:
+    clips in ``scope`` without their keys (then only their caption vector and BM25 find
+    them), or — when ``pyramid`` (PyraVid expansion, the merit loop) would use it — without
+    their pyramid; ``""`` otherwise (a caption file's clips have their keys: waiting for the
+    pyramid alone changes nothing a plain question reads)."""
     b = memory.backlog(before=scope.end, after=scope.start)
-    if not b["clips"]:
-        return ""
-    total = memory.count_clips(before=scope.end, after=scope.start)
-    lacks = (f"{b['keys']} without keys, found by caption and BM25 only" if b["keys"]
-             else "their keys are in, the pyramid is not")
-    verb = "is" if b["clips"] == 1 else "are"
-    return (f"{b['clips']} of the {total} clips in scope {verb} not yet built ({lacks}); "
-            "`edge build` builds them")
+    if b["keys"]:
+        total = memory.count_clips(before=scope.end, after=scope.start)
+        verb = "has" if b["keys"] == 1 else "have"
+        return (f"{b['keys']} of the {total} clips in scope {verb} no keys yet (found by "
+                "caption and BM25 only); `edge build` builds them")
+    if pyramid and b["pyramid"]:
+        total = memory.count_clips(before=scope.end, after=scope.start)
+        verb = "has" if b["pyramid"] == 1 else "have"
+        return (f"{b['pyramid']} of the {total} clips in scope {verb} no pyramid yet, which "
+                "this answer would expand into; `edge build` builds it")
+    return ""
 
 
 def join_notes(*notes: str) -> str:
@@ -261,7 +269,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
-    run.note.remark(join_notes(remark, unbuilt_note(memory, scope),
+    uses_pyramid = bool(opts.pyramid) or opts.loop == "merit"
+    run.note.remark(join_notes(remark, unbuilt_note(memory, scope, pyramid=uses_pyramid),
                                reembed_note(memory, hub) or ""))
     return run
 

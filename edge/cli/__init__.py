@@ -19,11 +19,18 @@ import click
 
 from edge import config
 from edge.cli.options import State
-from edge.errors import USER_ERRORS
+from edge.errors import USER_ERRORS, InputError
+
+
+class _InputException(click.ClickException):
+    """One line and exit code 2: text the user typed that cannot be used."""
+
+    exit_code = 2
 
 
 class _Group(click.Group):
-    """Turns the project's expected errors into one clear line and exit code 1."""
+    """Turns the project's expected errors into one clear line and exit code 1 (2 for text
+    the user typed that cannot be used, :class:`~edge.errors.InputError`)."""
 
     def invoke(self, ctx: click.Context):
         """Run the command; a user error, or an apsw error (said as a memory write error),
@@ -32,6 +39,8 @@ class _Group(click.Group):
 
         try:
             return super().invoke(ctx)
+        except InputError as e:
+            raise _InputException(str(e)) from None
         except USER_ERRORS as e:
             raise click.ClickException(str(e)) from None
         except apsw.Error as e:

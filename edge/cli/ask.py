@@ -70,7 +70,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
     retrieval_opts = retrieval_settings(retrieval, key_types, fusion, rrf_k)
     scope = scope_settings(at, from_, to, auto_window)
     stream = render.AskStream()
-    with open_memory(state, create=False) as memory:
+    with open_memory(state, create=False, reading=True) as memory:
         hub = state.hub()
         try:
             result = run_ask(
@@ -102,5 +102,12 @@ def chat(state: State, delta: int, rounds: int, loop: str, neighbor_filter: bool
     """
     from tui.app import EdgeApp  # Textual loads only for this command
 
+    if not state.memory_path.exists():  # a typo must not wait for a memory never made
+        from edge.cli.options import known_memories
+        from edge.store import StoreError
+
+        raise StoreError(f"no memory at {state.memory_path}; build one with `edge ingest "
+                         "VIDEO...`, `edge ingest-captions FILE` or `edge record`"
+                         f"{known_memories(state.memory_path)}")
     EdgeApp(state.memory_path, state.hub(), delta=delta,
             ask_options=loop_settings(rounds, loop, neighbor_filter)).run()

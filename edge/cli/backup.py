@@ -31,7 +31,7 @@ def backup(state: State, dest: Path, force: bool) -> None:
     """
     from edge.store import same_file
 
-    with open_memory(state, create=False) as memory:
+    with open_memory(state, create=False, reading=True) as memory:
         if same_file(dest, memory.path):
             raise StoreError(f"{dest} is the memory itself; back it up to another file")
         if dest.exists() and not force:

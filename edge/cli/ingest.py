@@ -152,8 +152,9 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
         render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
                           "memory_stats": run.stats})
     else:
-        render.echo([*render.ingest_lines(report, state.memory_path, run.stats),
-                     *([built] if built else [])])
+        for line in [*render.ingest_lines(report, state.memory_path, run.stats),
+                     *([built] if built else [])]:
+            click.echo(line, err=render.is_failure_line(line))  # failures on stderr
     if failed:
         raise SystemExit(1)
 

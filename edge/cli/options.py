@@ -46,11 +46,38 @@ def load_manifest():
     return load_manifest_with_user(config.user_profiles_file())
 
 
-def open_memory(state: State, create: bool):
-    """The :class:`edge.store.Memory` at the invocation's memory path."""
-    from edge.store import Memory
+def open_memory(state: State, create: bool, *, reading: bool = False):
+    """The :class:`edge.store.Memory` at the invocation's memory path.
 
-    return Memory(state.memory_path, create=create)
+    ``create=False`` refuses a memory that does not exist (a typo must not make a new,
+    empty one), naming the memories that do exist in ``$EDGE_HOME``. ``reading``: a
+    command that only reads (ask, search, stats, chat, report, backup) opens a memory it
+    cannot write (a read-only file or folder, read-only media) read-only and says so once
+    on stderr; a writing command gets the error saying it cannot write there."""
+    from edge.store import Memory, ReadOnlyMemoryError, StoreError
+
+    path = state.memory_path
+    if not create and not path.exists():
+        raise StoreError(f"no memory at {path}; build one with `edge ingest VIDEO...` or "
+                         f"`edge ingest-captions FILE`{known_memories(path)}")
+    try:
+        return Memory(path, create=create)
+    except ReadOnlyMemoryError:
+        if not reading:
+            raise
+    memory = Memory(path, create=False, readonly=True)
+    click.echo(f"Note: {path} cannot be written here; it is opened read-only (nothing "
+               "is recorded in it, model calls included).", err=True)
+    return memory
+
+
+def known_memories(missing: Path) -> str:
+    """`` (memories in $EDGE_HOME: a.db, b.db)`` for an error about ``missing``, or ``""``
+    when there are none there."""
+    found = sorted(p for p in config.home().glob("*.db") if p != missing)
+    if not found:
+        return ""
+    return f". Memories in {config.home()}: " + ", ".join(str(p) for p in found[:8])
 
 
 def record_calls(memory, command: str, records: list) -> None:
@@ -61,6 +88,8 @@ def record_calls(memory, command: str, records: list) -> None:
 
     from edge.store import write_error
 
+    if getattr(memory, "readonly", False):
+        return  # said once when it was opened
     try:
         memory.record_calls(command, records)
     except apsw.Error as e:

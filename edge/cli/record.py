@@ -181,7 +181,7 @@ def status(state: State, as_json: bool) -> None:
     s = recorder_status(state.memory_path)
     stats = None
     if state.memory_path.exists():
-        with open_memory(state, create=False) as memory:
+        with open_memory(state, create=False, reading=True) as memory:
             stats = memory.stats()
     if as_json:
         render.echo_json({"recorder": s, "memory": str(state.memory_path),

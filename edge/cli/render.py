@@ -102,9 +102,16 @@ def build_line(report, backlog: dict) -> str:
     return head + line + "."
 
 
+def is_failure_line(line: str) -> bool:
+    """Whether an :func:`ingest_lines` line reports a failure (a file marked ``!`` or the
+    closing count of failed files): ``edge ingest`` prints those on stderr."""
+    return line.startswith(" ! ") or line.endswith("see the lines marked '!'.")
+
+
 def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
     """``edge ingest``: a line per file (and one with its start on the timeline and where
-    that came from), the cost per stage, then the totals."""
+    that came from), the cost per stage, then the totals (:func:`is_failure_line` tells the
+    lines about failed files)."""
     from edge.timeline import start_note
 
     lines = []
@@ -471,7 +478,8 @@ def _report_sources(rep) -> list[str]:
         if not recs:
             continue
         lines.append(f"[{recs[0].when}] clip {cid}: " + "; ".join(
-            f"{r.text} ({r.support:.2f})" for r in recs[:2]))
+            r.text + (f" ({r.support:.2f})" if r.support is not None else "")
+            for r in recs[:2]))
     return lines
 
 

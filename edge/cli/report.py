@@ -33,12 +33,17 @@ from edge.cli.options import State, json_option, memory_options, open_memory, re
 @click.option("--qa", type=click.IntRange(0, 5), default=0, show_default=True,
               help="With --topic: split it into N sub-questions and answer each with "
                    "`edge ask` (one round) as more evidence (MARQUIS QA evidence).")
+@click.option("--check/--no-check", "check", default=True, show_default=True,
+              help="Judge each piece of evidence's support (one solver call each: ~20 calls, "
+                   "~90 s for a day on 2 cores) and check the citations. --no-check writes "
+                   "from every piece, unjudged: a bullet report is then instant (no model "
+                   "call).")
 @click.option("--md", "as_md", is_flag=True, help="Print Markdown (report, sources, checks).")
 @json_option("Print the report, its evidence with support scores, checks and usage as JSON.")
 @click.pass_obj
 def report(state: State, day: str | None, from_: str | None, to: str | None,
            topic: str | None, style: str, threshold: float, max_clips: int, qa: int,
-           as_md: bool, as_json: bool) -> None:
+           check: bool, as_md: bool, as_json: bool) -> None:
     """Write a cited report of a day (or --from/--to), every citation a moment you can open."""
     from edge.cli.options import parse_window
     from edge.report import ReportError, make_report
@@ -46,11 +51,15 @@ def report(state: State, day: str | None, from_: str | None, to: str | None,
 
     if day and (from_ or to):
         raise click.UsageError("give --day or --from/--to, not both")
+    if topic is not None:
+        from edge.errors import require_utf8
+
+        require_utf8(topic, "--topic")
     if topic is not None and not topic.strip():
         raise click.UsageError("--topic is empty; leave it out for a report of everything")
     if qa and not topic:
         raise click.UsageError("--qa needs --topic: the sub-questions come from the topic")
-    with open_memory(state, create=False) as memory:
+    with open_memory(state, create=False, reading=True) as memory:
         if from_ or to:
             window = parse_window(from_, to)
             start, end, label = window.start, window.end, window.label
@@ -68,6 +77,7 @@ def report(state: State, day: str | None, from_: str | None, to: str | None,
         try:
             rep = make_report(memory, hub, start=start, end=end, label=label, topic=topic,
                               style=style, threshold=threshold, max_clips=max_clips, qa=qa,
+                              check=check,
                               on_progress=None if as_json or as_md else stream.progress)
         except KeyboardInterrupt:
             stream.close()

@@ -93,7 +93,7 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     opts = AskOptions(**scope_settings(at, from_, to, auto_window), top_n=top_n,
                       **retrieval_settings(retrieval, key_types, fusion, rrf_k),
                       choices=parse_choices(choices))
-    with open_memory(state, create=False) as memory:
+    with open_memory(state, create=False, reading=True) as memory:
         check_question(memory, question, opts)  # refuse before the embedder loads
         hub = state.hub()
         found = first_round(memory, memory_embedder(memory, hub), question, opts)

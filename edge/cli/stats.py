@@ -14,7 +14,7 @@ from edge.cli.options import State, json_option, memory_options, open_memory
 @click.pass_obj
 def stats(state: State, as_json: bool) -> None:
     """What the memory holds: clips, hours, days, model calls so far."""
-    with open_memory(state, create=False) as memory:
+    with open_memory(state, create=False, reading=True) as memory:
         s = memory.stats()
         s["ingest_cost"] = memory.stage_costs("ingest")
         s["calls"] = memory.call_totals()  # after ingest_cost, the key order of --json

@@ -70,8 +70,13 @@ class SilenceWatch:
         self.add(start, duration, level)
 
     def add(self, start: float, duration: float, level: float | None) -> None:
-        """One clip's level (``None``: no audio stream). Logs the warning once per silent
-        stretch, when it reaches ``silent_after``, and when the sound is back."""
+        """One clip's level (``None``: no audio stream). Logs once that the source has no
+        audio track (when that is first seen, and again if it comes back without one), the
+        warning once per silent stretch, when it reaches ``silent_after``, and when the sound
+        is back."""
+        if level is None and self.has_audio is not False:
+            log.info("the source has no audio track: its clips are remembered without a "
+                     "transcript (speech cannot be searched)")
         self.level, self.has_audio = level, level is not None
         if level is None or level >= self.threshold:
             if self.warning is not None:

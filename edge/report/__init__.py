@@ -99,6 +99,11 @@ class Report:
         def two(x: float | None) -> str:
             return "-" if x is None else f"{x:.2f}"
 
+        if c.get("skipped"):
+            return (f"citations: not checked (--no-check), {c['citations']} cited; evidence "
+                    f"{len(self.evidence)}, none judged for support; "
+                    f"{self.citations_removed} citation(s) removed (no such evidence); "
+                    f"{llm.get('calls', 0)} LLM calls, {self.seconds:.0f} s")
         return (f"citations: precision {two(c['precision'])} ({c['precise']}/"
                 f"{c['citations']} supported), recall {two(c['recall'])}; evidence "
                 f"{len(self.evidence)}, {self.dropped} below support {self.threshold:.2f}; "
@@ -121,14 +126,17 @@ class Report:
 def make_report(memory: Memory, hub, *, start: float | None, end: float | None, label: str,
                 topic: str | None = None, style: str = "ginger", threshold: float = 0.5,
                 max_clips: int = 12, max_facets: int = 6, qa: int = 0,
-                at: float | None = None,
+                at: float | None = None, check: bool = True,
                 on_progress: Callable[[str], None] | None = None) -> Report:
     """A cited report of the clips ending in ``(start, end]`` (timeline seconds; ``label``
     names that span, e.g. ``DAY1``), about ``topic`` when given, in ``style``
     (:data:`edge.report.write.STYLES`). ``threshold``: the support (0–1) a record needs
     to be written from; ``max_clips``: clips covered; ``max_facets``: GINGER facets;
     ``qa``: with a topic, that many sub-questions answered by ``ask`` as QA evidence;
-    ``on_progress(line)``: what runs, with an ETA while records are judged.
+    ``check=False``: no support judgement (one solver call per record) and no citation
+    checks: every record is written from, and a ``bullet`` report of no topic makes no
+    model call at all; ``on_progress(line)``: what runs, with an ETA while records are
+    judged.
 
     Raises :class:`ReportError` (bad style or threshold, no clip in scope) before any model
     call, and what the solver's backend raises (e.g. a remote server that is down)."""
@@ -142,10 +150,14 @@ def make_report(memory: Memory, hub, *, start: float | None, end: float | None, 
     say = on_progress or (lambda _line: None)
     t0 = time.perf_counter()
     mark = hub.usage.mark()
-    llm = hub.llm("solver")
+    needs_llm = check or style != "bullet" or topic
+    llm = hub.llm("solver") if needs_llm else None
     records, clips = _evidence(memory, hub, in_scope, label, topic, max_clips, qa, at, say)
-    records = calibrate(llm, records, clips, on_step=_eta(say, "judging evidence"))
-    keep = kept(records, threshold)
+    if check:
+        records = calibrate(llm, records, clips, on_step=_eta(say, "judging evidence"))
+        keep = kept(records, threshold)
+    else:
+        keep = list(records)
     what = f"{topic} ({label})" if topic else label
     info: dict = {}
     if not keep:
@@ -159,7 +171,11 @@ def make_report(memory: Memory, hub, *, start: float | None, end: float | None, 
     else:
         resolved, info = ginger(llm, memory_embedder(memory, hub), keep, what,
                                 max_facets=max_facets, on_step=lambda s: say(f"writing: {s}"))
-    checks = _checks(llm, resolved.sentences, records, keep, clips, threshold, say)
+    checks = (_checks(llm, resolved.sentences, records, keep, clips, threshold, say) if check
+              else {"precision": None, "recall": None, "citations": sum(
+                  len(s.clips) for s in resolved.sentences), "precise": 0,
+                  "uncited_sentences": sum(1 for s in resolved.sentences if not s.clips),
+                  "judged": [], "skipped": True})
     return Report(scope=label, start=start, end=end, topic=topic, style=style,
                   sentences=resolved.sentences, evidence=records, threshold=threshold,
                   dropped=len(records) - len(keep), citations_removed=resolved.removed,
@@ -172,13 +188,13 @@ def _evidence(memory: Memory, hub, in_scope: list, label: str, topic: str | None
               ) -> tuple[list[EvidenceRecord], dict]:
     """The report's evidence records, numbered in timeline order, and their clips by id:
     notes of the selected clips, plus claims and QA evidence about ``topic``."""
-    llm = hub.llm("solver")
     chosen = select_clips(memory, memory_embedder(memory, hub), in_scope, max_clips,
                           topic=topic, at=at)
     say(f"{len(chosen)} of {len(in_scope)} clips in {label}"
         + (f" about {topic!r}" if topic else ""))
     records = notes(memory, chosen)
     if topic:
+        llm = hub.llm("solver")
         say("extracting claims about the topic")
         records += claims(llm, topic, chosen, {c.id: clip_notes(c, llm) for c in chosen},
                           first_id=len(records) + 1)

@@ -25,7 +25,7 @@ The package, in reading order:
 
 from edge.errors import StoreError
 from edge.store.entities import EntityRow
-from edge.store.memory import Memory, same_file, write_error
+from edge.store.memory import Memory, ReadOnlyMemoryError, same_file, write_error
 from edge.store.queue import BuildResult, QueueItem
 from edge.store.records import (
     EMBED_DIM,
@@ -55,6 +55,7 @@ __all__ = [
     "BuildResult",
     "Memory",
     "QueueItem",
+    "ReadOnlyMemoryError",
     "Source",
     "StoreError",
     "apply_migrations",

@@ -15,12 +15,17 @@ from edge.store.clips import ClipStore
 from edge.store.entities import EntityIndex
 from edge.store.graph import Graph
 from edge.store.queue import BuildQueue
-from edge.store.schema import apply_migrations, connect, write_transaction
+from edge.store.schema import MIGRATIONS, apply_migrations, connect, write_transaction
 from edge.store.spaces import VectorSpaces
 from edge.store.text import TextIndex
 from edge.store.vectors import VectorIndex
 
 _NO_MEMORY_HINT = "build one with `edge ingest VIDEO...` or `edge ingest-captions FILE`"
+
+
+class ReadOnlyMemoryError(StoreError):
+    """The memory exists but cannot be opened for writing (a read-only file or folder, read-
+    only media): reading commands open it with ``Memory(..., readonly=True)`` instead."""
 
 
 def write_error(path: Path, e: Exception) -> StoreError:
@@ -59,11 +64,54 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
     (:mod:`~edge.store.accounting`).
     """
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            self._check_path(create=False)
+            self._open_readonly()
+            return
+        new = not self.path.exists()
         self._check_path(create)
-        self.db = connect(self.path)
+        try:
+            self.db = connect(self.path)
+        except StoreError:
+            if new:
+                raise StoreError(
+                    f"cannot create the memory {self.path}: the folder {self.path.parent} is "
+                    "not writable; give --memory a path in a writable folder, or make this "
+                    "one writable") from None
+            raise
         self._open()
+
+    def _open_readonly(self) -> None:
+        """Open for reading only: SQLite ``mode=ro``, else (no ``-shm`` can be made beside
+        a WAL file on read-only media) ``immutable``. A memory whose pending migrations
+        would change what is read is refused (only m009, which adds the record of the
+        embedder, is read without: MiniLM's, as before it)."""
+        import apsw
+
+        for how in ("ro", "immutable"):
+            self.db = connect(self.path, readonly=how)
+            try:
+                done = {r[0] for r in self.db.execute("SELECT name FROM _migrations")}
+                break
+            except apsw.CantOpenError:
+                self.db.close()
+            except apsw.Error as e:
+                self.db.close()
+                raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
+        else:
+            raise StoreError(f"cannot read the memory {self.path}: SQLite cannot open it even "
+                             "read-only; copy it somewhere writable")
+        pending = [n for n, _ in MIGRATIONS if n not in done]
+        if set(pending) - {"m009_vector_spaces"}:
+            self.db.close()
+            names = ", ".join(pending)
+            raise StoreError(
+                f"{self.path} was made by an older edge and must be upgraded ({names}), "
+                "which writes to it, but it is read-only here; copy it somewhere writable and "
+                "use the copy")
 
     def _check_path(self, create: bool) -> None:
         """Refuse an empty file or, without ``create``, a missing one; make the folder."""
@@ -88,13 +136,12 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
             self.migrate()
         except apsw.Error as e:
             self.db.close()
-            if isinstance(e, apsw.CantOpenError | apsw.ReadOnlyError) and not os.access(
-                self.path.parent, os.W_OK
-            ):
-                raise StoreError(
-                    f"cannot use the memory {self.path}: its folder is not writable (SQLite's "
-                    "WAL mode writes -wal/-shm files beside it); copy it somewhere writable"
-                ) from None
+            if isinstance(e, apsw.CantOpenError | apsw.ReadOnlyError):
+                raise ReadOnlyMemoryError(
+                    f"cannot write to the memory {self.path}: the file or its folder is not "
+                    "writable (SQLite's WAL mode writes -wal/-shm files beside it); only "
+                    "commands that read (ask, search, stats, chat, report, backup) can use it "
+                    "there: copy it somewhere writable to add to it") from None
             raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
 
     def _write(self):

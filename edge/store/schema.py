@@ -357,15 +357,25 @@ MIGRATIONS: list[tuple[str, Callable]] = [
 
 # ---- connection, transaction, migrate ----------------------------------------------------
 
-def connect(path: Path):
+def connect(path: Path, *, readonly: str | None = None):
     """An apsw connection to the SQLite file ``path`` (created if missing) with sqlite-vec
     loaded and a 10 s busy timeout; no pragmas, no migrations (:class:`Memory` does those).
-    Raises :class:`StoreError` when the file cannot be opened."""
+    ``readonly``: ``"ro"`` opens it read-only (SQLite ``mode=ro``: still reads what the
+    ``-wal`` file holds, but needs its ``-shm`` to exist or be creatable), ``"immutable"``
+    as a file nothing changes (read-only media: no ``-wal``/``-shm`` at all). Raises
+    :class:`StoreError` when the file cannot be opened."""
     import apsw
     import sqlite_vec
 
     try:
-        db = apsw.Connection(str(path))
+        if readonly is None:
+            db = apsw.Connection(str(path))
+        else:
+            from urllib.parse import quote
+
+            query = "mode=ro" if readonly == "ro" else "immutable=1"
+            db = apsw.Connection(f"file:{quote(str(Path(path).absolute()))}?{query}",
+                                 flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     except apsw.Error as e:
         raise StoreError(f"cannot open memory {path}: {e}") from None
     db.set_busy_timeout(10_000)

@@ -48,8 +48,16 @@ class VectorSpaces:
     def vector_space(self, state: str = "active") -> VectorSpace | None:
         """The ``active`` space (every memory has one) or the ``building`` one (``None``
         when no re-embedding is under way)."""
-        row = self.db.execute(f"SELECT {_COLS} FROM vector_spaces WHERE state = ?",
-                              (state,)).fetchone()
+        import apsw
+
+        try:
+            row = self.db.execute(f"SELECT {_COLS} FROM vector_spaces WHERE state = ?",
+                                  (state,)).fetchone()
+        except apsw.SQLError:  # a read-only memory from before m009: MiniLM's, as then
+            if not getattr(self, "readonly", False):
+                raise
+            row = (1, "minilm-l6-int8", 384, "key_vec", "fact_vec", "active", 0, 0) if (
+                state == "active") else None
         return VectorSpace(*row) if row else None
 
     def holds_vectors(self) -> bool:

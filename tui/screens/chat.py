@@ -55,6 +55,8 @@ class ChatScreen(Screen):
         self._ask_id = 0
         self._worker: Worker | None = None
         self._pending: Bubble | None = None
+        self._question: Bubble | None = None  # the running (or last) question's turn
+        self._cancelled_turn: list[Bubble] = []  # removed when the next question comes
         self._lines: list[str] = []
         self._draft = ""  # the answer's text so far, as the solver writes it
         self._started = 0.0
@@ -113,7 +115,10 @@ class ChatScreen(Screen):
             return
         event.input.clear()
         conv = self.query_one(Conversation)
-        conv.say(Text(question, style="bold"), "question")
+        for bubble in self._cancelled_turn:  # a cancelled turn gives way to the next question
+            bubble.remove()
+        self._cancelled_turn = []
+        self._question = conv.say(Text(question, style="bold"), "question")
         self._lines = []
         self._draft = ""
         self._started = self._step_started = time.monotonic()
@@ -238,6 +243,7 @@ class ChatScreen(Screen):
         if self._pending is not None:
             self._pending.set_classes("cancelled")
             self._pending.update(Text("cancelled", style="italic"))
+            self._cancelled_turn = [b for b in (self._question, self._pending) if b is not None]
             self._pending = None
         self._ask_id += 1  # anything the old worker still posts is ignored
 
