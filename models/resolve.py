@@ -178,14 +178,20 @@ def _assemble_chunked_folder(spec: ModelSpec, models_dir: Path) -> Path:
             raise WeightsCorruptError(f"{spec.name}: {name} is {actual} bytes, expected {size}")
         if digest and sha256_file(tmp / name) != digest:
             raise WeightsCorruptError(f"{spec.name}: {name} sha256 mismatch (expected {digest})")
-        os.chmod(tmp, 0o755)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        replace_folder(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def replace_folder(tmp: Path, target: Path) -> None:
+    """Move the finished folder ``tmp`` into place as ``target`` (readable by all, as
+    weights are not secret), replacing an older ``target``."""
+    os.chmod(tmp, 0o755)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)
 
 
 def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:

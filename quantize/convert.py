@@ -134,6 +134,18 @@ def write_bert_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
     ftype = gguf.LlamaFileType.ALL_F32 if out_type == "F32" else gguf.LlamaFileType.MOSTLY_F16
     writer = gguf.GGUFWriter(dst, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
     _add_tensors(writer, model_dir, hparams, ftype)
+    add_general_metadata(writer, model_dir)
+    _add_hparams(writer, model_dir, hparams, ftype)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    _add_vocab(writer, model_dir, hparams)
+    write_out(writer, dst)
+
+
+def add_general_metadata(writer, model_dir: Path) -> None:
+    """The converter's ``general.*`` keys (name, size label from the parameter count of the
+    tensors added so far, file type MODEL), read from ``model_dir`` as llama.cpp does."""
+    import gguf
+
     total = writer.get_total_parameter_count()
     meta = gguf.Metadata.load(None, model_dir, None, total[0])
     meta.name = meta.name or model_dir.name
@@ -141,9 +153,10 @@ def write_bert_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
         meta.size_label = gguf.size_label(*total)
     writer.add_type(gguf.GGUFType.MODEL)
     meta.set_gguf_meta_model(writer)
-    _add_hparams(writer, model_dir, hparams, ftype)
-    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    _add_vocab(writer, model_dir, hparams)
+
+
+def write_out(writer, dst: Path) -> None:
+    """Write the header, the key-values and the tensors to ``dst`` and close the writer."""
     writer.write_header_to_file(path=dst)
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -317,10 +330,19 @@ def _add_vocab(writer, model_dir: Path, hparams: dict) -> None:
     writer.add_tokenizer_pre(pre)
     writer.add_token_list(tokens)
     writer.add_token_types(types)
+    add_special_vocab(writer, model_dir, len(tokens))
+
+
+def add_special_vocab(writer, model_dir: Path, n_vocab: int) -> None:
+    """``gguf.SpecialVocab``'s special token ids and add-BOS/EOS flags from ``model_dir``,
+    with its warnings about what llama.cpp has no key for kept quiet: BERT's CLS (its BOS),
+    EmbeddingGemma's pair template (an embedder never encodes pairs)."""
+    import gguf
+
     vocab_log = logging.getLogger("gguf.vocab")
     level = vocab_log.level
-    vocab_log.setLevel(logging.ERROR)  # "No handler for special token type cls": BERT's CLS
-    try:                                # is its BOS; llama.cpp has no separate key for it
-        gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(writer)
+    vocab_log.setLevel(logging.ERROR)
+    try:
+        gguf.SpecialVocab(model_dir, n_vocab=n_vocab).add_to_gguf(writer)
     finally:
         vocab_log.setLevel(level)

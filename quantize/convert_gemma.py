@@ -15,12 +15,18 @@ card's example similarities within 0.002 (tests/test_quantize_gemma.py).
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
 
-from quantize.convert import ConvertError, _pooling_type, _read_json
+from quantize.convert import (
+    ConvertError,
+    _pooling_type,
+    _read_json,
+    add_general_metadata,
+    add_special_vocab,
+    write_out,
+)
 
 ARCHITECTURE = "Gemma3TextModel"
 
@@ -127,13 +133,7 @@ def write_gemma_embedding_gguf(model_dir: Path, dst: Path, out_type: str) -> Non
     tokens, scores, toktypes = sentencepiece_vocab(model_dir, hparams)
     dense = dense_modules(model_dir)
     _add_tensors(writer, model_dir, hparams, ftype, len(tokens), dense)
-    total = writer.get_total_parameter_count()
-    meta = gguf.Metadata.load(None, model_dir, None, total[0])
-    meta.name = meta.name or model_dir.name
-    if meta.size_label is None and total[0] > 0:
-        meta.size_label = gguf.size_label(*total)
-    writer.add_type(gguf.GGUFType.MODEL)
-    meta.set_gguf_meta_model(writer)
+    add_general_metadata(writer, model_dir)
     _add_hparams(writer, model_dir, hparams, ftype, dense)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     writer.add_tokenizer_model("llama")
@@ -141,18 +141,9 @@ def write_gemma_embedding_gguf(model_dir: Path, dst: Path, out_type: str) -> Non
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
     writer.add_token_types(toktypes)
-    vocab_log = logging.getLogger("gguf.vocab")
-    level = vocab_log.level
-    vocab_log.setLevel(logging.ERROR)  # "Unknown second separator token '<bos>'": the
-    try:                                # pair template, which an embedder never uses
-        gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(writer)
-    finally:
-        vocab_log.setLevel(level)
+    add_special_vocab(writer, model_dir, len(tokens))
     writer.add_add_space_prefix(False)
-    writer.write_header_to_file(path=dst)
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write_out(writer, dst)
 
 
 def _add_tensors(writer, model_dir: Path, hparams: dict, ftype, n_vocab: int,
