@@ -247,13 +247,7 @@ ends the user turn (:data:`ANSWER_INSTRUCTION`, :data:`DECIDE_INSTRUCTION`,
 :data:`SUFFICIENCY_INSTRUCTION`), so consecutive calls of one question share their prefix —
 system prompt, question, notes — and llama.cpp reuses its KV cache for it (issue 12)."""
 
-ANSWER_FIELD = """- "answer": a direct answer to the question in one or two sentences. The notes \
-end at the question time: when they do not show what is asked (it may not have happened \
-yet), say it is not in memory by then and name the closest thing they do show; never \
-guess;"""
-"""The open question's answer field. Asked at 13:00 what was eaten for lunch (lunch came at
-14:09), the 1.5B named a drink of 12:00 as the lunch (issue 29): the notes end at the
-question time, and the field says what to do when they do not hold the answer."""
+ANSWER_FIELD = """- "answer": a direct answer to the question in one or two sentences;"""
 CHOICE_FIELDS = """- "answer": the letter of the one best choice;
 - "reason": one sentence saying why;"""
 

@@ -49,7 +49,11 @@ class AskOptions:
             question rewritten as notes in the memory's style, HyDE;
             :func:`edge.decompose.decompose`).
         dense_weight: with ``hybrid``, the weight of the max-sim list against BM25's 1
-            in their fusion (weighted RRF; 1 = plain RRF).
+            in their fusion (weighted RRF; 1 = plain RRF). ``rrf_k=10`` with
+            ``dense_weight=2`` were chosen with EmbeddingGemma on the hard set's dev half
+            (``benchmarks/lever_sweep.py``): round-1 hit@5(±2) with the question alone 0.870
+            → 0.922, with the options 0.935 → 0.922, all targets 0.701 → 0.766 (k=60, 1:1
+            before; MiniLM's were chosen at k=60).
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
             one letter and the reason goes to ``Answer.extra["reason"]``.
         choice_scoring: with ``choices``, how ``adaptive``/``single``/``merit`` pick the
@@ -118,8 +122,8 @@ class AskOptions:
     decompose: bool = False
     decompose_style: str = "phrases"
     fusion: str = "rrf"
-    rrf_k: int = 60
-    dense_weight: float = 1.0
+    rrf_k: int = 10
+    dense_weight: float = 2.0
     choices: list[str] | None = None
     choice_scoring: str = "generate"
     choice_queries: bool = True

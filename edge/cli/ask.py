@@ -61,8 +61,8 @@ from edge.cli.options import (
 @click.pass_obj
 def ask(state: State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
-        key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str, rrf_k: int,
-        use_pyramid: bool | None, frames: bool | None, choices: str | None,
+        key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str,
+        rrf_k: int | None, use_pyramid: bool | None, frames: bool | None, choices: str | None,
         choice_scoring: str, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask

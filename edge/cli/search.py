@@ -77,7 +77,7 @@ def search_result(memory, found) -> dict:
 @click.pass_obj
 def search(state: State, question: str, at: str | None, from_: str | None, to: str | None,
            auto_window: bool, top_n: int | None, retrieval: str, key_types: str, fusion: str,
-           rrf_k: int, choices: str | None, as_json: bool) -> None:
+           rrf_k: int | None, choices: str | None, as_json: bool) -> None:
     """Show the moments `edge ask` would start from: retrieval only, no LLM.
 
     They come in the order `ask` takes them: the best spread apart (no two within ±2 clips),
