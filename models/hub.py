@@ -52,6 +52,13 @@ class ModelHub:
         self._lock = threading.Lock()
 
     def _build(self, spec: ModelSpec, role: str) -> Any:
+        model = self._build_model(spec, role)
+        if role == "embedder":  # the retrieval fusion tuned for this embedder's vectors
+            model.fusion = {k: spec.option(k) for k in ("rrf_k", "dense_weight")
+                            if spec.option(k) is not None}
+        return model
+
+    def _build_model(self, spec: ModelSpec, role: str) -> Any:
         if spec.backend == REMOTE_BACKEND:
             return self._build_remote(spec, role)
         try:

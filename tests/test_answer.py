@@ -64,8 +64,8 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
     assert {f.name: f.default for f in dataclasses.fields(AskOptions)} == {
         "at": None, "window": None, "auto_window": True, "top_n": None, "delta": 2,
         "max_rounds": 5, "key_types": INDEX_TYPES, "retrieval": "hybrid", "loop": "adaptive",
-        "decompose": False, "decompose_style": "phrases", "fusion": "rrf", "rrf_k": 10,
-        "dense_weight": 2.0,
+        "decompose": False, "decompose_style": "phrases", "fusion": "rrf", "rrf_k": None,
+        "dense_weight": None,
         "choices": None, "choice_scoring": "generate", "choice_queries": True,
         "choice_slots": True, "spread": 2,
         "split_events": True, "aggregate": False, "day_part": "wide", "distill_tokens": 800,

@@ -49,11 +49,14 @@ class AskOptions:
             question rewritten as notes in the memory's style, HyDE;
             :func:`edge.decompose.decompose`).
         dense_weight: with ``hybrid``, the weight of the max-sim list against BM25's 1
-            in their fusion (weighted RRF; 1 = plain RRF). ``rrf_k=10`` with
-            ``dense_weight=2`` were chosen with EmbeddingGemma on the hard set's dev half
-            (``benchmarks/lever_sweep.py``): round-1 hit@5(±2) with the question alone 0.870
-            → 0.922, with the options 0.935 → 0.922, all targets 0.701 → 0.766 (k=60, 1:1
-            before; MiniLM's were chosen at k=60).
+            in their fusion (weighted RRF; 1 = plain RRF).
+            ``rrf_k``/``dense_weight`` ``None`` (the default): the values tuned for the
+            embedder of the memory's vectors (its manifest ``rrf_k``/``dense_weight``,
+            :func:`with_fusion_of`), else 60 and 1. Measured on the hard set's dev half
+            (``benchmarks/lever_sweep.py``): EmbeddingGemma at k=10, 2:1 (its manifest
+            values) — hit@5(±2) with the question alone 0.870 → 0.922, with the options
+            0.935 → 0.922, all targets 0.701 → 0.766 against k=60, 1:1; MiniLM at k=10, 2:1
+            — 0.870 → 0.870 alone, 0.948 → 0.909 with the options: it keeps k=60, 1:1.
         choices: multiple-choice options (2–26), lettered A, B, …; the answer is exactly
             one letter and the reason goes to ``Answer.extra["reason"]``.
         choice_scoring: with ``choices``, how ``adaptive``/``single``/``merit`` pick the
@@ -122,8 +125,8 @@ class AskOptions:
     decompose: bool = False
     decompose_style: str = "phrases"
     fusion: str = "rrf"
-    rrf_k: int = 10
-    dense_weight: float = 2.0
+    rrf_k: int | None = None
+    dense_weight: float | None = None
     choices: list[str] | None = None
     choice_scoring: str = "generate"
     choice_queries: bool = True
@@ -202,3 +205,15 @@ class AskOptions:
         if self.filtering:
             return "filtered"
         return "distilled" if self.loop == "adaptive" else "all"
+
+
+FUSION_DEFAULTS = {"rrf_k": 60, "dense_weight": 1.0}
+"""RRF's K and the max-sim weight when neither the options nor the embedder name them."""
+
+
+def with_fusion_of(opts: AskOptions, embedder: object) -> AskOptions:
+    """``opts`` with ``rrf_k``/``dense_weight`` left ``None`` filled in: the values tuned for
+    ``embedder`` (its ``fusion`` dict, from its manifest entry: EmbeddingGemma k=10, 2:1),
+    else :data:`FUSION_DEFAULTS`. Values the caller set are kept."""
+    tuned = {**FUSION_DEFAULTS, **(getattr(embedder, "fusion", None) or {})}
+    return replace(opts, **{k: tuned[k] for k in FUSION_DEFAULTS if getattr(opts, k) is None})

@@ -19,7 +19,7 @@ from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 
 from .evidence import Evidence, Packed, numbered_notes
-from .options import AskOptions
+from .options import AskOptions, with_fusion_of
 
 PROMPT_SLACK_TOKENS = 96
 """Tokens kept free in every prompt for the chat template."""
@@ -253,6 +253,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
         opts = replace(opts, pyramid=memory.has_facts())
     mark = hub.usage.mark()
     embedder, solver = memory_embedder(memory, hub), hub.llm("solver")
+    opts = with_fusion_of(opts, embedder)
     opts = _fit_to_solver(opts, solver)
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
     context = global_context(memory, scope, solver) if opts.pyramid else ""

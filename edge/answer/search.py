@@ -37,7 +37,7 @@ from edge.store import Memory
 from edge.timeline import TimeWindow
 from models.repeats import norm_words
 
-from .options import AskOptions
+from .options import AskOptions, with_fusion_of
 from .question import check_question, join_notes, resolve_scope, unbuilt_note
 
 DEFAULT_TOP_N = 5
@@ -162,7 +162,11 @@ def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nd
     """The ``top_n`` best clips for ``queries`` inside ``scope`` (MERIT max-sim over
     ``opts.key_types``, fused by RRF with BM25 when ``opts.retrieval`` is hybrid; several
     queries fused with ``opts.fusion``), best first. With ``scope.prefer`` (a soft part of
-    day) the same search inside ``prefer`` is fused in by RRF, so its clips rank first."""
+    day) the same search inside ``prefer`` is fused in by RRF, so its clips rank first.
+    ``opts.rrf_k``/``dense_weight`` still ``None`` (not resolved for an embedder by
+    :func:`~edge.answer.options.with_fusion_of`) are RRF's usual 60 and 1."""
+    opts = with_fusion_of(opts, None)
+
     def search(after: float | None, before: float | None) -> list[ScoredClip]:
         return multi_query_retrieve(
             memory, list(queries), list(vecs), top_n=top_n, key_types=opts.key_types,
@@ -226,6 +230,7 @@ def choice_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nda
     (:func:`edge.retrieval.slot_anchors`). A wrong option is a real event elsewhere, so
     fusing the options into one ranking lets the question's words drown the right
     option's evidence; a slot per option shows the solver each option's best moment."""
+    opts = with_fusion_of(opts, None)  # the caller's fusion, else the defaults
     depth = SPREAD_DEPTH * top_n
     lists = [ranked_in_scope(memory, [q], [v], opts, scope, depth)
              for q, v in zip(queries, vecs)]
@@ -257,6 +262,7 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
     """
     t0 = time.perf_counter()
     question, _asked_at = check_question(memory, question, opts)
+    opts = with_fusion_of(opts, embedder)
     scope, note = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
                                 day_part=opts.day_part)
     n = top_n or opts.top_n or DEFAULT_TOP_N

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from edge import config
-from edge.answer.options import AskOptions
+from edge.answer.options import AskOptions, with_fusion_of
+from edge.embedding import memory_embedder
 from edge.errors import BenchError
 from edge.store import Memory
 
@@ -126,7 +127,8 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
                   "split": p.split, "sample": p.sample, "questions": len(rows),
                   "scored": sum(r["scored"] for r in rows), "unscored": _unscored(rows),
                   "clips_added": added, "top_n": p.opts.top_n or 5, "deep": 10,
-                  "modes": list(p.modes), "options": _options(p.opts),
+                  "modes": list(p.modes),
+                  "options": _options(with_fusion_of(p.opts, memory_embedder(memory, hub))),
                   "retrieval": retrieval_summary(rows, p.modes), "answering": None,
                   "per_question": rows}
         write_result(result, p.out)

@@ -47,7 +47,8 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
               help="keys: max-sim only; hybrid: fused with BM25 [default: ask's, hybrid].")
 @click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
               default=None, help="How several queries' rankings are fused [default: rrf].")
-@click.option("--rrf-k", type=click.IntRange(1, 1000), default=None, help="K of RRF [10].")
+@click.option("--rrf-k", type=click.IntRange(1, 1000), default=None,
+              help="K of RRF [the embedder's].")
 @click.option("--no-auto-window", is_flag=True,
               help="Do not read a time window from the question ('this morning').")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",

@@ -223,9 +223,9 @@ def retrieval_option(fn):
     return click.option(
         "--retrieval", type=click.Choice(["hybrid", "keys"]), default="hybrid",
         show_default=True,
-        help="hybrid: MERIT max-sim over the keys (--keys) fused (RRF, k=10, max-sim "
-             "weighted 2:1) with BM25 over captions, transcripts and keys; keys: max-sim "
-             "only.")(fn)
+        help="hybrid: MERIT max-sim over the keys (--keys) fused by RRF with BM25 over "
+             "captions, transcripts and keys (k and weights tuned per embedder: "
+             "EmbeddingGemma k=10, max-sim 2:1; MiniLM k=60, 1:1); keys: max-sim only.")(fn)
 
 
 def keys_option(fn):
@@ -242,7 +242,8 @@ def fusion_options(fn):
         click.option("--fusion", type=click.Choice(["rrf", "wrrf", "max", "sum", "mean"]),
                      default="rrf", show_default=True, help="How sub-query rankings are fused."),
         click.option("--rrf-k", type=click.IntRange(1, 1000), default=None,
-                     help="K of reciprocal rank fusion (10, 60, 100 are usual) [10]."),
+                     help="K of reciprocal rank fusion (10, 60, 100 are usual) [the "
+                          "embedder's: 10 for EmbeddingGemma, 60 for MiniLM]."),
     ])
 
 
@@ -297,7 +298,7 @@ def scope_settings(at: str | None, from_: str | None, to: str | None,
 def retrieval_settings(retrieval: str, key_types: str, fusion: str,
                        rrf_k: int | None) -> dict:
     """The :class:`edge.answer.AskOptions` fields that ``--retrieval``, ``--keys``,
-    ``--fusion`` and ``--rrf-k`` set (``rrf_k`` ``None``: AskOptions' default). Raises
+    ``--fusion`` and ``--rrf-k`` set (``rrf_k`` ``None``: the embedder's). Raises
     ``click.BadParameter`` for bad ``--keys``."""
     out = {"retrieval": retrieval, "key_types": parse_key_types(key_types), "fusion": fusion}
     return out if rrf_k is None else {**out, "rrf_k": rrf_k}
