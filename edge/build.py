@@ -273,9 +273,11 @@ def reembed(memory: Memory, hub, *, batch: int = 64,
         report.embedded += len(keys) + len(facts)
         if on_batch:
             on_batch(len(keys) + len(facts))
-    report.done, report.total = memory.reembed_progress(space)
-    if report.switched:
-        report.done = report.total
+    if report.switched or space is None:  # the count of vectors; all done if switched
+        report.total = memory.reembed_progress(memory.vector_space())[1]
+        report.done = report.total if report.switched else 0
+    else:
+        report.done, report.total = memory.reembed_progress(space)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -69,7 +69,11 @@ class VectorSpaces:
         """Make ``embedder`` (``dim``-d vectors) the active space's if the memory holds no
         vector yet (new tables of that width replace the empty ones, in one transaction);
         returns whether the active space is now ``embedder``'s at ``dim``. A memory that
-        holds vectors is left as it is (False unless it already matches)."""
+        holds vectors is left as it is (False unless it already matches). Writes nothing
+        (takes no lock) when the space already matches, as on every clip of an ingest."""
+        space = self.vector_space()
+        if (space.embedder, space.dim) == (embedder, dim):
+            return True
         with self._write():
             space = self.vector_space()
             if (space.embedder, space.dim) == (embedder, dim):
