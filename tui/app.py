@@ -80,9 +80,8 @@ class EdgeApp(App):
                 except ReadOnlyMemoryError:  # read-only media: read it, record nothing
                     self.memory = Memory(self.memory_path, create=False, readonly=True)
                     self.readonly = True
-                    if self.is_running:
-                        self.notify(f"{self.memory_path} cannot be written here: opened "
-                                    "read-only (model calls are not recorded).", timeout=10)
+                    if self.is_running:  # else on_mount says it
+                        self.notify(self.readonly_notice(), timeout=10)
                 self.open_error = None
             except StoreError as e:
                 if str(e) != self.open_error and self.is_running:
@@ -98,6 +97,8 @@ class EdgeApp(App):
         """Name the memory in the header, report an unreadable file, refresh the status every
         few seconds."""
         self.sub_title = str(self.memory_path)
+        if self.readonly:
+            self.notify(self.readonly_notice(), timeout=10)
         if self.open_error:
             self.notify(self.open_error, severity="error", timeout=15)
         self.set_interval(STATUS_EVERY, self.action_refresh_memory)
@@ -164,6 +165,11 @@ class EdgeApp(App):
                                    on_progress=on_progress)
             finally:
                 self._record_calls(memory, self.hub.usage.records[mark:])
+
+    def readonly_notice(self) -> str:
+        """What the chat says once when it opened the memory read-only."""
+        return (f"{self.memory_path} cannot be written here: opened read-only (model calls "
+                "are not recorded).")
 
     def _connect(self) -> Memory:
         """A connection of the calling (worker) thread, read-only when the memory was."""

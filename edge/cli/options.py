@@ -72,8 +72,8 @@ def open_memory(state: State, create: bool, *, reading: bool = False):
 
 
 def known_memories(missing: Path) -> str:
-    """`` (memories in $EDGE_HOME: a.db, b.db)`` for an error about ``missing``, or ``""``
-    when there are none there."""
+    """``. Memories in <EDGE_HOME>: <a.db>, <b.db>`` (at most 8) to end an error about the
+    memory ``missing``, or ``""`` when there is none there."""
     found = sorted(p for p in config.home().glob("*.db") if p != missing)
     if not found:
         return ""
