@@ -44,7 +44,7 @@ LEVERS: dict[str, list[str]] = {
     "rrf k 10 + spread 0": ["--set", "rrf_k=10", "--set", "spread=0"],
     "rrf k 10 + dense weight 2": ["--set", "rrf_k=10", "--set", "dense_weight=2"],
     "rrf k 30": ["--set", "rrf_k=30"],
-    "decompose (phrases, LLM)": ["--set", "decompose=true"],
+    "decompose phrases (LLM)": ["--set", "decompose=true"],
     "HyDE statements (LLM)": ["--set", "decompose=true", "--set", "decompose_style=statements"],
 }
 
@@ -58,6 +58,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     names = args.only.split(",") if args.only else list(LEVERS)
+    unknown = [n for n in names if n not in LEVERS]
+    if unknown:  # before any run: a lever name never holds a comma
+        ap.error(f"unknown lever(s) {unknown}; known: {', '.join(LEVERS)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
