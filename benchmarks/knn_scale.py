@@ -147,15 +147,16 @@ def measure(m: Memory, queries: np.ndarray, label: str, scopes: dict) -> dict:
     n = m.db.execute("SELECT count(*) FROM keys").fetchone()[0]
     rss0 = _rss_mb()
     res: dict = {"vectors": n, "memory_mb_per_vector": os.path.getsize(m.path) / 1e6 / n}
-    ipath = index_path(m.path)
+    space = m.vector_space()  # the key table and width of the memory's vectors
+    ipath = index_path(m.path, space.key_table)
     ipath.unlink(missing_ok=True)
     t = time.perf_counter()
-    ki = KeyIndex.build(m.db)
+    ki = KeyIndex.build(m.db, space.key_table, space.dim)
     res["index_build_s"] = round(time.perf_counter() - t, 1)
     ki.save(ipath)
     res["index_mb_per_vector"] = os.path.getsize(ipath) / 1e6 / n
     t = time.perf_counter()
-    KeyIndex.load(ipath)
+    KeyIndex.load(ipath, space.key_table, space.dim)
     res["index_load_s"] = round(time.perf_counter() - t, 2)
     m._kidx = None
     res["rss_index_mb"] = round(_rss_mb() - rss0, 1)
@@ -198,7 +199,8 @@ def synthetic(size: str, workdir: Path, n_queries: int, keep: bool) -> dict:
         m.db.execute("PRAGMA mmap_size = 0")
         res = info | measure(m, queries, size, scopes_for(m))
     if not keep:
-        for p in (path, index_path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
+        for p in (path, *path.parent.glob(f"{path.name}*.keyindex"), Path(f"{path}-wal"),
+                  Path(f"{path}-shm")):
             p.unlink(missing_ok=True)
     return res
 
