@@ -94,11 +94,14 @@ def profiles_file(dims: list[int], folder: Path) -> Path:
     return path
 
 
-def bench(memory: Path, profile: str, split: str, env: dict, out: Path) -> dict:
-    """``edge bench qa`` on ``memory`` with ``profile``; its JSON result."""
+def bench(memory: Path, profile: str, split: str, env: dict | None, out: Path,
+          flags: list[str] = ()) -> dict:
+    """``edge bench qa`` of the hard set's ``split`` on ``memory`` with ``profile`` and the
+    extra bench ``flags`` (``--set KEY=VALUE`` …); its JSON result."""
     subprocess.run([str(ROOT / ".venv/bin/edge"), "--profile", profile, "bench", "qa",
                     "--questions", "hard", "--split", split, "--memory", str(memory),
-                    "--out", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
+                    "--out", str(out), *flags], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
 
@@ -146,14 +149,23 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"memory": str(args.memory), "clips": clips, "rows": rows},
                               indent=1))
-    print("| dim | hit@5 Δ2 alone / options | multi-day alone / options | all Δ2 alone | "
-          "nDCG@10 | ms p50 | bytes/clip (file) |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['dim']} | {r['hit2_alone']} / {r['hit2_options']} | {r['multi_alone']} / "
-              f"{r['multi_options']} | {r['all2_alone']} | {r['ndcg10_alone']} | "
-              f"{r['ms_p50_alone']} | {r['bytes_per_clip']:,} |")
+    print("\n".join(table(rows, "dim", extra=("bytes/clip (file)", "bytes_per_clip"))))
     return 0
+
+
+def table(rows: list[dict], first: str, extra: tuple[str, str] | None = None) -> list[str]:
+    """Markdown lines of :func:`summary` rows: the ``first`` key's value, hit@5(±2) alone /
+    with the options, the multi-day part of each, all ±2 alone, nDCG@10, ms p50, and an
+    ``extra`` ``(header, key)`` column (thousands separated)."""
+    head = [first, "hit@5 Δ2 alone / options", "multi-day alone / options", "all Δ2 alone",
+            "nDCG@10", "ms p50", *([extra[0]] if extra else [])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r[first], f"{r['hit2_alone']} / {r['hit2_options']}",
+                 f"{r['multi_alone']} / {r['multi_options']}", r["all2_alone"],
+                 r["ndcg10_alone"], r["ms_p50_alone"], *([f"{r[extra[1]]:,}"] if extra else [])]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return lines
 
 
 if __name__ == "__main__":

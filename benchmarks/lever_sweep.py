@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.embedder_dims import summary  # noqa: E402
+from benchmarks.embedder_dims import bench, summary, table  # noqa: E402
 
 LEVERS: dict[str, list[str]] = {
     "default": [],
@@ -64,25 +63,15 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            out = Path(tmp) / "r.json"
-            subprocess.run([str(ROOT / ".venv/bin/edge"), "--profile", args.profile, "bench",
-                            "qa", "--questions", "hard", "--split", args.split, "--memory",
-                            str(args.memory), "--out", str(out), *LEVERS[name]], check=True,
-                           stdout=subprocess.DEVNULL)
-            rows.append({"lever": name, "flags": LEVERS[name],
-                         **summary(json.loads(out.read_text()))})
+            result = bench(args.memory, args.profile, args.split, None, Path(tmp) / "r.json",
+                           LEVERS[name])
+            rows.append({"lever": name, "flags": LEVERS[name], **summary(result)})
             print(json.dumps(rows[-1]), flush=True)
     dest = args.out or ROOT / "benchmarks" / "results" / f"lever_sweep_{args.split}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps({"memory": str(args.memory), "profile": args.profile,
                                 "split": args.split, "rows": rows}, indent=1))
-    print("| lever | hit@5 Δ2 alone / options | multi-day alone / options | all Δ2 alone | "
-          "nDCG@10 | ms p50 |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['lever']} | {r['hit2_alone']} / {r['hit2_options']} | "
-              f"{r['multi_alone']} / {r['multi_options']} | {r['all2_alone']} | "
-              f"{r['ndcg10_alone']} | {r['ms_p50_alone']} |")
+    print("\n".join(table(rows, "lever")))
     return 0
 
 
