@@ -5,6 +5,7 @@ the JSON and degradation."""
 
 import dataclasses
 import json
+import re
 
 import cv2
 import numpy as np
@@ -20,7 +21,7 @@ from edge.answer import (
     resolve_scope,
 )
 from edge.answer.evidence import NOTE_OVERHEAD_TOKENS
-from edge.answer.question import Note
+from edge.answer.question import Note, check_question_fits
 from edge.captions import ingest_caption_file
 from edge.decompose import decompose
 from edge.expansion import Candidate
@@ -386,3 +387,26 @@ def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
     a = ask(memory, hub, "Who bought the red kettle?", answer_tokens=4, max_rounds=1,
             pyramid=False)
     assert "the answer was cut off" in a.note
+
+
+def test_a_question_too_long_for_the_context_is_refused_with_its_length(memory, hub):
+    """Issue 26 item 4: a question that leaves no room for evidence says so, in tokens,
+    with the most the solver takes, before any model call (not "answer_tokens 300 leaves
+    0 …", an option `edge ask` does not have)."""
+    add_clips(memory, 3)
+    mark = hub.usage.mark()
+    with pytest.raises(AskError) as e:
+        ask(memory, hub, "Where did I put the red kettle " * 300 + "?")
+    msg = str(e.value)
+    assert msg.startswith("the question is too long (") and "answer_tokens" not in msg
+    n, most = (int(x) for x in re.findall(r"(\d+) tokens", msg)[:2])
+    assert n > most > 100 and "\n" not in msg
+    assert hub.usage.summary(mark)["calls"] == 0
+    # one token fewer than the most is not refused for its length; one more is
+    solver, opts = hub.llm("solver"), AskOptions()
+    text = " ".join(["kettle"] * most)
+    while solver.count_tokens(text) > most:
+        text = text.rsplit(" ", 1)[0]
+    check_question_fits(solver, opts, text, "", "now")
+    with pytest.raises(AskError, match="too long"):
+        check_question_fits(solver, opts, text + " kettle kettle", "", "now")

@@ -256,6 +256,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     opts = with_fusion_of(opts, embedder)
     opts = _fit_to_solver(opts, solver)
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+    check_question_fits(solver, opts, question, options, asked_at)  # before any model use
     context = global_context(memory, scope, solver) if opts.pyramid else ""
     from .hints import question_hints  # hints → search → question: import at call time
 
@@ -267,6 +268,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - solver.count_tokens(hints)
               - PROMPT_SLACK_TOKENS)
+    check_question_fits(solver, opts, question, options, asked_at,
+                        other_tokens=solver.count_tokens(context) + solver.count_tokens(hints))
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
@@ -274,6 +277,29 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     run.note.remark(join_notes(remark, unbuilt_note(memory, scope, pyramid=uses_pyramid),
                                reembed_note(memory, hub) or ""))
     return run
+
+
+def check_question_fits(solver, opts: AskOptions, question: str, options: str,
+                        asked_at: str, *, other_tokens: int = 0) -> None:
+    """Refuse, before any model call, a question (with its ``options`` as the prompt lists
+    them) too long to leave :data:`MIN_EVIDENCE_TOKENS` of the solver's context for notes:
+    the prompt holds it twice (in the header and again last), beside the system prompt,
+    the reply instruction, ``opts.answer_tokens`` for the reply, ``other_tokens`` (the
+    day's global context and the hints) and :data:`PROMPT_SLACK_TOKENS`. Raises
+    :class:`AskError` in one line: the question's length and the most it may have, in
+    the solver's tokens. Nothing is raised when even an empty question would not fit
+    (``opts.answer_tokens`` too large: :func:`check_fits` says so)."""
+    n = solver.count_tokens(question + options)
+    frame = solver.count_tokens(f"Question (asked at {asked_at}): \n\nNotes:\n")
+    room = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
+            - solver.count_tokens(for_choices(DECIDE_INSTRUCTION)) - frame - other_tokens
+            - PROMPT_SLACK_TOKENS - MIN_EVIDENCE_TOKENS)
+    most = room // 2
+    if n > most > 0:  # with no room at all the reply's budget is at fault: check_fits
+        what = "with its options " if options else ""
+        raise AskError(f"the question is too long ({n} tokens {what}for the solver; at most "
+                       f"{most} tokens leave room for notes in its {solver.n_ctx}-token "
+                       "context): ask it in fewer words")
 
 
 def check_fits(opts: AskOptions, solver, budget: int) -> None:
