@@ -184,6 +184,45 @@ def test_answer_summary_counts_accuracy_cost_and_hits_of_scored_questions():
     assert s["seconds_p50"] == 20.0 and s["seconds_p95"] == 29.0
 
 
+def test_the_loss_steps_are_scored_on_the_questions_that_have_them_all():
+    """Issue 26 item 1: accuracy at each step of the loss table, hand-computed."""
+    from edge.bench.answering import loss_summary
+    from edge.bench.report import loss_table
+
+    rows = [{"correct": True, "gold": True, "gold_distilled": True, "round1": True},
+            {"correct": False, "gold": True, "gold_distilled": True, "round1": False},
+            {"correct": True, "gold": True, "gold_distilled": False, "round1": False},
+            {"correct": False, "gold": False, "gold_distilled": False, "round1": False},
+            {"correct": True, "round1": True}]  # not scorable: no gold steps, left out
+    assert loss_summary(rows) == {"n": 4, "gold": 0.75, "gold_distilled": 0.5,
+                                  "round1": 0.25, "loop": 0.5}
+    assert loss_summary(rows[4:]) is None
+    lines = loss_table({"total": {"loss": loss_summary(rows)},
+                        "by_part": {"one-day": {"loss": None}}})
+    assert lines[2] == "| **all** | 4 | 0.75 | 0.5 | 0.25 | 0.5 |" and len(lines) == 3
+
+
+@pytest.mark.slow
+def test_answering_with_the_loss_steps_reads_the_target_clips(files, hub, tmp_path):
+    """One scorable question answered by ask and from its target clip, raw and distilled:
+    the gold steps read the target clip (Alice tunes the red guitar) and nothing else, and
+    every step is scored (whether the test profile's solver gets it right is its own)."""
+    p = plan(str(files / "qs.json"), files / "caps.json", files / "mem.db",
+             tmp_path / "a.json", split="dev", sample=1, modes=("question",), answer=True,
+             opts=build_options(parse_sets(["max_rounds=1"])))
+    res = run_qa(p, hub)
+    row = res["per_question_answers"][0]
+    with Memory(files / "mem.db") as m:
+        target = caption_index(m, files / "caps.json").clip_ids[2]
+    assert row["id"] == "Q1" and row["gold_clips"] == [target] == row["gold_distilled_clips"]
+    assert {row["gold_answer"], row["gold_distilled_answer"]} <= set("ABCD")
+    assert row["gold"] == (row["gold_answer"] == "A") and row["round1"] == row["correct"]
+    loss = res["answering"]["total"]["loss"]
+    assert loss["n"] == 1 and loss["gold"] == float(row["gold"])
+    from edge.bench.report import markdown
+    assert f"| **all** | 1 | {float(row['gold'])} | " in markdown(res)
+
+
 # ---- the command ------------------------------------------------------------------------
 
 def test_the_json_result_and_the_split(files, cli_home):

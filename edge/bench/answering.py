@@ -1,7 +1,15 @@
 """Answering a question set with :func:`edge.answer.ask` (``edge bench qa --answer``):
 accuracy on the options, rounds, LLM calls, prompt tokens sent and evaluated (the rest came
 from llama.cpp's KV cache), output tokens, seconds p50/p95, and hit@Δ2
-over every round's anchors — totals and per type, tag and part."""
+over every round's anchors — totals and per type, tag and part.
+
+**The loss, decomposed** (issue 26): for a question whose target clips are in memory the
+same solver also answers from (a) the target clips' captions as its only notes (``gold``:
+what the model can read, the ceiling), (b) those clips through the distiller ``ask`` uses
+(``gold_distilled``), next to (c) ``ask``'s own first round (``round1``: the first round's
+reply of the ``adaptive`` loop) and (d) the whole loop (``accuracy``). Each step's drop is
+what it loses: gold → distilled, the distiller; distilled → round 1, retrieval and packing;
+round 1 → loop, the later rounds."""
 
 from __future__ import annotations
 
@@ -13,17 +21,46 @@ import numpy as np
 
 from edge.answer import ask
 from edge.answer.options import AskOptions
+from edge.answer.question import start
+from edge.answer.steps import decide
+from edge.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
 from .qa import CaptionIndex, groups, question_row, window_hits
 from .questions import QAQuestion
 
+LOSS_STEPS = ("gold", "gold_distilled", "round1", "loop")
+"""The steps of the loss table, from what the model can read to what ``ask`` answers."""
+
+
+def gold_answer(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: CaptionIndex,
+                *, distilled: bool) -> tuple[str | None, list[int]]:
+    """The solver's answer to ``q`` (its options, its query time) with the target clips as
+    the only notes — their captions as they are (``raw`` view, each cut to
+    ``opts.anchor_tokens``), or ``distilled`` as ``ask``'s ``adaptive`` loop distils its
+    evidence — in one decision call of ``ask``'s own prompt (:func:`edge.answer.steps.decide`);
+    ``None`` when the call failed. ``q`` must be scorable (every target in memory)."""
+    run = start(memory, hub, q.question,
+                replace(opts, at=q.at, choices=list(q.choices), max_rounds=1), None)
+    ids = [index.clip_ids[t] for t in q.target_clips]
+    clips = memory.clips([i for i in ids if i is not None])
+    anchors = [ScoredClip(i, 1.0, "gold") for i in ids if i in clips]
+    run.evidence.add_neighborhoods(1, anchors,
+                                   [Neighborhood(clips[a.clip_id], 1.0, [], []) for a in anchors])
+    run.tried.add(run.question.lower())
+    packed = run.pack("distilled" if distilled else "raw")
+    decision = decide(run, 1, packed)
+    return (decision["answer"] if decision else None), [p.item.clip.id for p in packed]
+
 
 def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
-               index: CaptionIndex) -> dict:
+               index: CaptionIndex, *, loss: bool = False) -> dict:
     """Ask ``q`` (its options as choices, its query time) and measure the run: the letter,
     whether it is right, rounds, LLM calls and tokens, seconds, and — when scorable —
-    whether a target lies within ±2 clips of any round's anchors (``hit@Δ2``/``all@Δ2``)."""
+    whether a target lies within ±2 clips of any round's anchors (``hit@Δ2``/``all@Δ2``).
+    ``loss``: a scorable question is also answered from its target clips
+    (:func:`gold_answer`, raw and distilled: two more solver calls, not counted in the
+    row's calls and seconds), and the first round's reply is scored (``round1``)."""
     row = question_row(q, index)
     mark = hub.usage.mark()
     res = ask(memory, hub, q.question, replace(opts, at=q.at, choices=list(q.choices)))
@@ -39,17 +76,25 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
                 for a in r.anchors if a["clip_id"] in index.index_of]
         hit, every = window_hits(seen, {index.pos[t] for t in q.target_clips}, 2)
         row.update({"hit@Δ2": hit, "all@Δ2": every})
+    first = res.rounds[0].decision if res.rounds else None
+    if loss and opts.loop != "merit":  # merit's rounds decide sufficiency, not the answer
+        row["round1"] = bool(first) and first.get("answer") == q.answer
+    if loss and row["scored"]:
+        for step, distilled in (("gold", False), ("gold_distilled", True)):
+            row[f"{step}_answer"], row[f"{step}_clips"] = gold_answer(
+                memory, hub, q, opts, index, distilled=distilled)
+            row[step] = row[f"{step}_answer"] == q.answer
     return row
 
 
 def run_answers(memory: Memory, hub, questions: list[QAQuestion], index: CaptionIndex,
-                opts: AskOptions, on_answer: Callable[[dict], None] | None = None
-                ) -> list[dict]:
-    """:func:`answer_one` for every question; ``on_answer(row)`` after each (progress, or
-    saving partial results)."""
+                opts: AskOptions, on_answer: Callable[[dict], None] | None = None, *,
+                loss: bool = False) -> list[dict]:
+    """:func:`answer_one` for every question (``loss``: with the loss steps);
+    ``on_answer(row)`` after each (progress, or saving partial results)."""
     rows = []
     for q in questions:
-        rows.append(answer_one(memory, hub, q, opts, index))
+        rows.append(answer_one(memory, hub, q, opts, index, loss=loss))
         if on_answer:
             on_answer(rows[-1])
     return rows
@@ -65,12 +110,13 @@ def _mean(values: list[float], digits: int = 3) -> float | None:
 
 def summarize_answers(rows: list[dict]) -> dict:
     """Accuracy, hit@Δ2/all@Δ2 (scored rows only), means of rounds, calls and tokens, and
-    seconds p50/p95 of ``rows``."""
+    seconds p50/p95 of ``rows``; with the loss steps (:func:`loss_summary`) under
+    ``loss``."""
     if not rows:
         return {"n": 0}
     scored = [r for r in rows if r["scored"]]
     secs = [r["seconds"] for r in rows]
-    return {"n": len(rows), "scored": len(scored),
+    return {"n": len(rows), "scored": len(scored), "loss": loss_summary(rows),
             "accuracy": _mean([float(r["correct"]) for r in rows]),
             "hit@Δ2": _mean([float(r["hit@Δ2"]) for r in scored]),
             "all@Δ2": _mean([float(r["all@Δ2"]) for r in scored]),
@@ -83,6 +129,18 @@ def summarize_answers(rows: list[dict]) -> dict:
             "tokens_out_mean": _mean([r["tokens_out"] for r in rows], 0),
             "seconds_p50": round(float(np.percentile(secs, 50)), 1),
             "seconds_p95": round(float(np.percentile(secs, 95)), 1)}
+
+
+def loss_summary(rows: list[dict]) -> dict | None:
+    """Accuracy at each of :data:`LOSS_STEPS` on the rows that have every step (scorable
+    questions answered with ``loss``), their count ``n``; ``None`` when none has."""
+    full = [r for r in rows if all(k in r for k in ("gold", "gold_distilled", "round1"))]
+    if not full:
+        return None
+    out: dict = {"n": len(full)}
+    for step in LOSS_STEPS:
+        out[step] = _mean([float(r["correct" if step == "loop" else step]) for r in full])
+    return out
 
 
 def answer_summary(rows: list[dict]) -> dict:

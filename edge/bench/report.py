@@ -32,6 +32,26 @@ def table(summary: dict, cols: tuple[str, ...], head: tuple[str, ...],
     return lines
 
 
+_LOSS_COLS = ("n", "gold", "gold_distilled", "round1", "loop")
+_LOSS_HEAD = ("n", "target clips as notes", "distilled", "ask round 1", "ask loop")
+
+
+def loss_table(summary: dict) -> list[str]:
+    """The loss, decomposed (:mod:`edge.bench.answering`): accuracy at each step, a row for
+    the total and per type, tag and part that has the steps; ``[]`` without them."""
+    if not summary["total"].get("loss"):
+        return []
+    lines = [f"| group | {' | '.join(_LOSS_HEAD)} |", "|---" * (len(_LOSS_HEAD) + 1) + "|"]
+    rows = [("**all**", summary["total"])]
+    for by in ("type", "tag", "part"):
+        rows += [(f"{by}: {name}", s) for name, s in summary.get(f"by_{by}", {}).items()]
+    for label, s in rows:
+        if s.get("loss"):
+            lines.append(f"| {label} | "
+                         f"{' | '.join(_cell(s['loss'].get(c)) for c in _LOSS_COLS)} |")
+    return lines
+
+
 def _head(result: dict) -> list[str]:
     """What was measured: the set, split, counts, unscored questions, key levers."""
     o = result["options"]
@@ -62,5 +82,9 @@ def markdown(result: dict) -> str:
         lines += ["", f"Answering ({o['loop']} loop, R≤{o['max_rounds']}, "
                   f"Δ{o['delta']}, {result.get('profile', '')} profile):", ""]
         lines += table(result["answering"], _ANS_COLS, _ANS_HEAD)
+        loss = loss_table(result["answering"])
+        if loss:
+            lines += ["", "Where answers are lost (accuracy of the same solver on the "
+                      "questions whose target clips are in memory):", "", *loss]
     lines += ["", f"written {result.get('out', '')}"]
     return "\n".join(lines)

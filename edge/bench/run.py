@@ -36,6 +36,7 @@ class Plan:
     modes: tuple[str, ...] = MODES
     opts: AskOptions = AskOptions()
     answer: bool = False
+    loss: bool = True
     profile: str = ""
 
 
@@ -94,11 +95,13 @@ def _answer(memory: Memory, hub, questions: list, index, p: Plan, result: dict,
 
     def saved(row: dict) -> None:
         rows.append(row)
+        gold = (f" gold {row['gold_answer']} distilled {row['gold_distilled_answer']}"
+                if "gold" in row else "")
         say(f"{row['id']}: {row['answer']} (truth {row['truth']}) {row['rounds']} rounds "
-            f"{row['calls']} calls {row['seconds']:.0f} s")
+            f"{row['calls']} calls {row['seconds']:.0f} s{gold}")
         write_result(result, p.out)
 
-    run_answers(memory, hub, questions, index, p.opts, on_answer=saved)
+    run_answers(memory, hub, questions, index, p.opts, on_answer=saved, loss=p.loss)
     return rows
 
 

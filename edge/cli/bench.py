@@ -56,6 +56,9 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
                    "(repeatable; wins over the flags above).")
 @click.option("--answer", is_flag=True,
               help="Also answer every question with the answer loop (slow on CPU).")
+@click.option("--loss/--no-loss", default=True, show_default=True,
+              help="With --answer, also answer each scorable question from its target clips "
+                   "(raw and distilled: two more solver calls) for the loss table.")
 @click.option("--profile", default=None, expose_value=False, callback=_profile,
               help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
 @json_option("Print the whole result as JSON instead of tables.")
@@ -66,9 +69,10 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
 def qa(state: State, questions: str, captions: Path | None, memory: Path | None, split: str,
        sample: int | None, no_choices: bool, key_types: str | None, retrieval: str | None,
        fusion: str | None, rrf_k: int | None, no_auto_window: bool, sets: tuple[str, ...],
-       answer: bool, as_json: bool, out: Path | None) -> None:
+       answer: bool, loss: bool, as_json: bool, out: Path | None) -> None:
     """Hit rate@Δ, all-targets, R@10, nDCG@10 and ms of `ask`'s round 1 on a question set,
-    per type, tag and part (one-day / multi-day); --answer adds accuracy and cost."""
+    per type, tag and part (one-day / multi-day); --answer adds accuracy and cost, and
+    the loss table: accuracy from the target clips, distilled, round 1, the loop."""
     from edge.bench import plan, run_qa
     from edge.bench.levers import build_options, parse_sets
     from edge.bench.report import markdown
@@ -80,7 +84,7 @@ def qa(state: State, questions: str, captions: Path | None, memory: Path | None,
         auto_window=False if no_auto_window else None)
     p = plan(questions, captions, memory, out, split=split, sample=sample,
              modes=("question",) if no_choices else ("question", "choices"), opts=opts,
-             answer=answer, profile=state.profile_name)
+             answer=answer, loss=loss, profile=state.profile_name)
     result = run_qa(p, state.hub(), say=lambda line: click.echo(line, err=True))
     if as_json:
         render.echo_json(result)
