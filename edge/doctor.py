@@ -33,8 +33,8 @@ def _text_image(text: str) -> np.ndarray:
 
 def _exercise(hub, role: str) -> str:
     """Do one small real job with ``role``; returns a detail line, raises on failure."""
-    if role == "embedder":
-        emb, dim = hub.embedder, int(spec_of(hub, role).option("dim", 384))
+    if role in ("embedder", "sentence_embedder"):
+        emb, dim = hub.get(role), int(spec_of(hub, role).option("dim", 384))
         v = emb.embed(["a cup of tea on the kitchen table", "a bicycle in the garage"])
         if v.shape != (2, dim) or abs(float(np.linalg.norm(v[0])) - 1.0) > 1e-3:
             raise RuntimeError(f"unexpected embedding shape {v.shape}, expected (2, {dim})")

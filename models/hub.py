@@ -160,6 +160,12 @@ class ModelHub:
         """The ``embedder`` role's backend (:meth:`get`)."""
         return self.get("embedder")
 
+    @property
+    def sentence_embedder(self):
+        """The ``sentence_embedder`` role's backend (:meth:`get`): the embedder that picks
+        a question's sentences (the profile's ``embedder`` unless it names another)."""
+        return self.get("sentence_embedder")
+
     def embedder_named(self, name: str):
         """The embedder model ``name`` (a manifest or user model; loaded once, shared with
         the role when it is the same model): a memory's vectors are searched with the

@@ -14,7 +14,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-ROLES: tuple[str, ...] = ("transcriber", "embedder", "captioner", "memory_llm", "solver")
+ROLES: tuple[str, ...] = ("transcriber", "embedder", "sentence_embedder", "captioner",
+                          "memory_llm", "solver")
+"""The roles a profile fills. ``sentence_embedder`` picks, within one question, the
+sentences of the evidence its notes keep (:mod:`edge.answer.distill`): it needs no stored
+vectors, so a small fast model serves it; a profile that does not name it uses its
+``embedder``."""
 
 
 class UnknownModelError(KeyError):
@@ -124,7 +129,8 @@ def parse_manifest(data: dict[str, Any]) -> Manifest:
 
     A profile may name ``base = "OTHER"``: it starts from that profile's roles and its own
     ``roles`` table replaces some of them (a user profile that only moves the solver to a
-    remote server is three lines).
+    remote server is three lines). A profile that names no ``sentence_embedder`` gets its
+    ``embedder``'s model for it.
     """
     models = {name: _spec_from_table(name, t) for name, t in data.get("models", {}).items()}
     profiles: dict[str, Profile] = {}
@@ -143,6 +149,8 @@ def parse_manifest(data: dict[str, Any]) -> Manifest:
         unknown_roles = set(roles_table) - set(ROLES)
         if unknown_roles:
             raise ValueError(f"profile {pname!r}: unknown roles {sorted(unknown_roles)}")
+        if "embedder" in roles_table:
+            roles_table.setdefault("sentence_embedder", roles_table["embedder"])
         roles = {}
         for role, model_name in roles_table.items():
             if model_name not in models:

@@ -43,8 +43,8 @@ def test_models_list_resolves_every_role(run):
     r = run("models", "list", "--no-load", "--json")
     rows = json.loads(r.output)
     assert r.exit_code == 0
-    assert {row["role"] for row in rows} == {"transcriber", "embedder", "captioner",
-                                             "memory_llm", "solver"}
+    assert {row["role"] for row in rows} == {"transcriber", "embedder", "sentence_embedder",
+                                             "captioner", "memory_llm", "solver"}
     assert all(row["ok"] for row in rows), rows
 
 

@@ -78,6 +78,44 @@ def test_the_installed_model_is_the_small_profile_s_embedder(tmp_path):
     assert np.allclose(sims, CARD_SIMILARITIES, atol=0.002), sims
 
 
+def test_the_distiller_picks_sentences_with_minilm_and_retrieval_stays_gemma(tmp_path):
+    """Issue 26 item 5: the small profile's distilled notes are chosen with MiniLM (the
+    ``sentence_embedder`` role: 0.3 s a question where EmbeddingGemma took 4-8 s on 2
+    cores), while the memory is still searched with EmbeddingGemma's vectors."""
+    from edge.answer import AskOptions
+    from edge.answer.question import start
+    from edge.answer.search import round_queries
+    from edge.answer.steps import retrieve
+    from edge.config import models_dir
+    from models import ModelHub, load_manifest
+
+    hub = ModelHub(load_manifest().profile("small"), models_dir())
+    try:
+        from edge.captions import ingest_caption_file
+
+        records = [{"date": "DAY1", "start_time": f"10{i * 30 // 60:02d}{i * 30 % 60:02d}00",
+                    "end_time": f"10{(i * 30 + 30) // 60:02d}{(i * 30 + 30) % 60:02d}00",
+                    "text": f"{c}. I nod. Lucia laughs and points at the window.",
+                    "event_key": c, "dialogue_key": c, "object_key": c, "sum_key": c}
+                   for i, c in enumerate(CAPTIONS[:6])]
+        (tmp_path / "caps.json").write_text(json.dumps(records))
+        with Memory(tmp_path / "m.db") as m:
+            ingest_caption_file(m, hub, tmp_path / "caps.json")
+            assert m.vector_space().embedder == "embeddinggemma-300m"
+            run = start(m, hub, "Who did I talk with about dinner?",
+                        AskOptions(at=86400.0), None)
+            queries = round_queries(run.question, run.opts)
+            anchors, hoods, _ = retrieve(run, 1, queries)
+            run.evidence.add_neighborhoods(1, anchors, hoods)
+            mark = hub.usage.mark()
+            packed = run.pack("distilled")
+        used = {r.model for r in hub.usage.records[mark:] if r.role == "embedder"}
+        assert packed and used == {"minilm-l6-int8"}
+        assert run.embedder.name == "embeddinggemma-300m"
+    finally:
+        hub.close()
+
+
 CAPTIONS = [f"Jake carries box {i} from the hallway to the kitchen and talks with Lucia "
             f"about dinner number {i}" for i in range(40)]
 

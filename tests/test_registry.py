@@ -22,6 +22,23 @@ def test_profiles_name_a_model_for_every_role():
     assert m.profile("small").spec("solver").name == "qwen2.5-coder-1.5b-instruct"
 
 
+def test_the_sentence_embedder_is_minilm_in_small_else_the_profiles_embedder():
+    """Issue 26 item 5: the distiller's sentences are embedded by MiniLM in the small
+    profile; a profile that names no sentence_embedder (tiny, a user's) uses its embedder."""
+    from models.registry import parse_manifest
+
+    m = load_manifest()
+    assert m.profile("small").spec("sentence_embedder").name == "minilm-l6-int8"
+    assert m.profile("small").spec("embedder").name == "embeddinggemma-300m"
+    assert m.profile("tiny").spec("sentence_embedder").name == "minilm-l6-int8"
+    spec = {"backend": "onnx-embedder", "source": "none"}
+    own = parse_manifest({"models": {"e1": spec, "e2": spec},
+                          "profiles": {"p": {"roles": {"embedder": "e2"}},
+                                       "q": {"base": "p", "roles": {"embedder": "e1"}}}})
+    assert own.profile("p").spec("sentence_embedder").name == "e2"
+    assert own.profile("q").spec("sentence_embedder").name == "e1"
+
+
 def test_unknown_profile_lists_the_known_ones():
     with pytest.raises(UnknownModelError, match="known profiles: .*small, tiny"):
         load_manifest().profile("huge")

@@ -197,7 +197,9 @@ class Run:
     """One question being answered: what every step reads (``opts`` with ``top_n``,
     ``pyramid`` and ``frames`` resolved) and the state the rounds build up — the
     :class:`~edge.answer.evidence.Evidence`, the :class:`Note` and the queries ``tried``
-    (lowercased). ``budget``: tokens of evidence one prompt may hold."""
+    (lowercased). ``budget``: tokens of evidence one prompt may hold.
+    ``sentence_embedder``: returns the embedder the distiller picks sentences with (the
+    hub's ``sentence_embedder`` role, loaded on first use); ``None``: ``embedder``."""
 
     memory: Memory
     solver: object
@@ -216,6 +218,7 @@ class Run:
     note: Note = field(default_factory=Note)
     evidence: Evidence = field(default_factory=Evidence)
     tried: set[str] = field(default_factory=set)
+    sentence_embedder: Callable[[], object] | None = None
 
     def say(self, round_no: int, line: str) -> None:
         """Report progress within a round (``round 2/5: …``)."""
@@ -230,8 +233,8 @@ class Run:
             from .distill import Distiller
 
             relevance = (*(self.opts.choices or ()), *sorted(self.tried))
-            distiller = Distiller(self.embedder, self.question, relevance,
-                                  self.opts.distill_tokens)
+            embedder = self.sentence_embedder() if self.sentence_embedder else self.embedder
+            distiller = Distiller(embedder, self.question, relevance, self.opts.distill_tokens)
             view = "all"
         return self.evidence.pack(self.solver, self.budget, anchor_tokens=self.opts.anchor_tokens,
                                   neighbor_tokens=self.opts.neighbor_tokens, view=view,
@@ -273,6 +276,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
               budget, on_progress or (lambda _line: None), started, on_token, mark)
+    run.sentence_embedder = lambda: hub.sentence_embedder
     uses_pyramid = bool(opts.pyramid) or opts.loop == "merit"
     run.note.remark(join_notes(remark, unbuilt_note(memory, scope, pyramid=uses_pyramid),
                                reembed_note(memory, hub) or ""))
