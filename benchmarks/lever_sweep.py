@@ -27,7 +27,7 @@ from benchmarks.embedder_dims import bench, summary, table  # noqa: E402
 
 LEVERS: dict[str, list[str]] = {
     "default": [],
-    "no choice slots": ["--set", "choice_slots=false"],
+    "choice slots": ["--set", "choice_slots=true"],
     "no option queries": ["--set", "choice_queries=false"],
     "spread 0": ["--set", "spread=0"],
     "spread 1": ["--set", "spread=1"],

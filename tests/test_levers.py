@@ -112,15 +112,16 @@ def test_each_option_gets_an_anchor_slot_only_with_choice_slots(memory):
     ids = add_clips(memory, 20, vectors=vecs)
     q = "what did I buy"
     choices = ["milk", "tofu"]
-    queries = round_queries(q, keys_opts(choices=choices))
+    slots = keys_opts(choices=choices, choice_slots=True)
+    queries = round_queries(q, slots)
     qvecs = [E0, axis[300], axis[301]]
-    on = round_anchors(memory, queries, qvecs, keys_opts(choices=choices), EVERYTHING, 3)
+    on = round_anchors(memory, queries, qvecs, slots, EVERYTHING, 3)
     assert [a.clip_id for a in on] == [ids[0], ids[12], ids[17]]
-    five = round_anchors(memory, queries, qvecs, keys_opts(choices=choices), EVERYTHING, 5)
+    five = round_anchors(memory, queries, qvecs, slots, EVERYTHING, 5)
     assert [a.clip_id for a in five][:3] == [ids[0], ids[1], ids[2]]  # 5 − 2 for the question
     assert {ids[12], ids[17]} <= {a.clip_id for a in five}
-    off = round_anchors(memory, queries, qvecs,
-                        keys_opts(choices=choices, choice_slots=False), EVERYTHING, 3)
+    off = round_anchors(memory, queries, qvecs, keys_opts(choices=choices), EVERYTHING, 3)
+    assert AskOptions().choice_slots is False  # the default: answers read better without
     fused = round_anchors(memory, queries, qvecs, keys_opts(), EVERYTHING, 3)
     assert off == fused  # off: one fused ranking, as without options' slots
 

@@ -74,8 +74,11 @@ class AskOptions:
         choice_slots: with ``choices`` and ``choice_queries``, each option's own search
             gets one round-1 anchor slot (its best clip not already shown), after the
             question's best top-N − options (at least 1); the fused ranking fills the
-            rest. Measured on the hard dev half: hit@5(±2) with the options 0.870 →
-            0.948; off, the option queries are only fused into one ranking.
+            rest; off (the default), the option queries are only fused into one ranking.
+            Slots find more (hard dev half, EmbeddingGemma: hit@5(±2) with the options
+            0.883 → 0.922) but show the solver the moments of the wrong options, which
+            really happened elsewhere: answered by the 1.5B, the dev half's 77 questions
+            scored 0.506 with slots and 0.545 without (``edge bench qa --answer``).
         spread: anchor spreading (0 = off): a candidate within ±``spread`` clips of a
             better-ranked anchor in the same footage is skipped for the next one (its
             neighborhood is shown already); candidates come 4×top-N deep.
@@ -130,7 +133,7 @@ class AskOptions:
     choices: list[str] | None = None
     choice_scoring: str = "generate"
     choice_queries: bool = True
-    choice_slots: bool = True
+    choice_slots: bool = False
     spread: int = 2
     split_events: bool = True
     aggregate: bool = False
