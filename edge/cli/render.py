@@ -330,12 +330,12 @@ def role_lines(profile: str, rows: list[dict]) -> list[str]:
         status = "ok" if r["ok"] else "FAIL"
         if r["ok"] and not r["loaded"]:
             status = "found"
-        lines.append(f"  {r['role']:12} {r['model']:30} {r['backend']:14} {status:5} "
+        lines.append(f"  {r['role']:17} {r['model']:30} {r['backend']:14} {status:5} "
                      f"{r['weights'] or '-'}")
         if r.get("license", "-") != "-":
-            lines.append(f"  {'':12} licence: {r['license']}")
+            lines.append(f"  {'':17} licence: {r['license']}")
         if r["error"]:
-            lines.append(f"  {'':12} {r['error']}")
+            lines.append(f"  {'':17} {r['error']}")
     return lines
 
 
