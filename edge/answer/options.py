@@ -99,7 +99,9 @@ class AskOptions:
             sentences of the evidence clips closest to the question and its options, by
             embedding and word overlap, no LLM call (:mod:`edge.answer.distill`). 500
             read 300 fewer tokens (~6 s on 2 cores) but answered 0.455 on the hard test
-            half against 0.519 at 800 (dev: 0.575 vs 0.55 on 40): kept at 800.
+            half against 0.519 at 800 (dev: 0.575 vs 0.55 on 40): kept at 800. 600
+            again with EmbeddingGemma and no choice slots (issue 26): 18.8 s p50 against
+            21.2 on 24 dev questions, 0.532 against 0.545 on the 77: kept at 800.
         hints: hand the solver what the timeline says after the notes, no LLM call
             (:mod:`edge.answer.hints`): for a counting question the matching episodes
             with their times; for a before/after/first/last question the time of each
