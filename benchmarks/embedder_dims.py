@@ -106,11 +106,14 @@ def bench(memory: Path, profile: str, split: str, env: dict | None, out: Path,
 
 
 def summary(result: dict) -> dict:
-    """hit@5 Δ2 alone / with options, all Δ2 alone, nDCG@10 alone, ms p50 alone, and the
-    multi-day part's hit alone / with options."""
+    """hit@5 Δ2 alone / with options, all Δ2 alone, nDCG@10 alone, ms p50 alone / with
+    options, and the multi-day part's hit alone / with options (``None`` for a mode the
+    result does not hold)."""
     r = result["retrieval"]
 
     def get(mode: str, key: str, part: str | None = None):
+        if mode not in r:
+            return None
         tot = r[mode]["total"] if part is None else r[mode]["by_part"].get(part, {})
         return tot.get(key)
 
@@ -118,7 +121,8 @@ def summary(result: dict) -> dict:
             "all2_alone": get("question", "all@Δ2"), "ndcg10_alone": get("question", "nDCG@10"),
             "multi_alone": get("question", "hit@Δ2", "multi-day"),
             "multi_options": get("choices", "hit@Δ2", "multi-day"),
-            "ms_p50_alone": get("question", "ms_median")}
+            "ms_p50_alone": get("question", "ms_median"),
+            "ms_p50_options": get("choices", "ms_median")}
 
 
 def main() -> int:
@@ -153,18 +157,26 @@ def main() -> int:
     return 0
 
 
-def table(rows: list[dict], first: str, extra: tuple[str, str] | None = None) -> list[str]:
+def table(rows: list[dict], first: str, extra: tuple[str, str] | None = None, *,
+          ms_options: bool = False) -> list[str]:
     """Markdown lines of :func:`summary` rows: the ``first`` key's value, hit@5(±2) alone /
-    with the options, the multi-day part of each, all ±2 alone, nDCG@10, ms p50, and an
-    ``extra`` ``(header, key)`` column (thousands separated)."""
+    with the options, the multi-day part of each, all ±2 alone, nDCG@10, ms p50 (alone, and
+    with the options when ``ms_options``), and an ``extra`` ``(header, key)`` column
+    (thousands separated). A value a row lacks is ``–``."""
+    def cell(v, fmt: str = "") -> str:
+        return "–" if v is None else format(v, fmt)
+
     head = [first, "hit@5 Δ2 alone / options", "multi-day alone / options", "all Δ2 alone",
-            "nDCG@10", "ms p50", *([extra[0]] if extra else [])]
+            "nDCG@10", "ms p50" + (" alone / options" if ms_options else ""),
+            *([extra[0]] if extra else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r[first], f"{r['hit2_alone']} / {r['hit2_options']}",
-                 f"{r['multi_alone']} / {r['multi_options']}", r["all2_alone"],
-                 r["ndcg10_alone"], r["ms_p50_alone"], *([f"{r[extra[1]]:,}"] if extra else [])]
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
+        ms = cell(r["ms_p50_alone"]) + (f" / {cell(r['ms_p50_options'])}" if ms_options else "")
+        cells = [cell(r[first]), f"{cell(r['hit2_alone'])} / {cell(r['hit2_options'])}",
+                 f"{cell(r['multi_alone'])} / {cell(r['multi_options'])}",
+                 cell(r["all2_alone"]), cell(r["ndcg10_alone"]), ms,
+                 *([cell(r[extra[1]], ",")] if extra else [])]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import edge.answer.search as search  # noqa: E402
 import edge.bench.qa as qa  # noqa: E402
+from benchmarks.embedder_dims import summary, table  # noqa: E402
 from edge.answer import AskOptions  # noqa: E402
 from edge.answer.options import with_fusion_of  # noqa: E402
 from edge.bench.questions import load_questions, resolve_set, select  # noqa: E402
@@ -39,21 +40,6 @@ from models import ModelHub, load_manifest  # noqa: E402
 PROMPTS = ("task: search result | query: ", "task: question answering | query: ",
            "task: fact checking | query: ")
 """EmbeddingGemma's query prompts (model card) that fit a question; the first ships."""
-
-
-def row(name: str, summary: dict) -> dict:
-    """The table's numbers of one setting from :func:`edge.bench.qa.retrieval_summary`."""
-    out = {"setting": name}
-    for mode, tag in (("question", "alone"), ("choices", "options")):
-        if mode not in summary:
-            continue
-        s = summary[mode]
-        out[f"hit2_{tag}"] = s["total"]["hit@Δ2"]
-        out[f"multi_{tag}"] = s["by_part"].get("multi-day", {}).get("hit@Δ2")
-        out[f"all2_{tag}"] = s["total"]["all@Δ2"]
-        out[f"ndcg10_{tag}"] = s["total"]["nDCG@10"]
-        out[f"ms_p50_{tag}"] = s["total"]["ms_median"]
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,27 +81,22 @@ def main(argv: list[str] | None = None) -> None:
             finally:
                 search.ranked_in_scope = ranked_in_scope
             name = "EmbeddingGemma alone" if not w else f"+ MiniLM, weight {w:g}"
-            results.append(row(name, qa.retrieval_summary(rows)))
+            results.append({"setting": name,
+                            **summary({"retrieval": qa.retrieval_summary(rows)})})
             print(json.dumps(results[-1]), flush=True)
         if args.prompts:
             for prompt in PROMPTS:
                 g_emb.query_prefix = prompt
                 rows = qa.run_retrieval(gemma, small, questions, index, AskOptions(),
                                         modes=("question",))
-                results.append(row(f"query prompt {prompt.split('|')[0].strip()!r}",
-                                   qa.retrieval_summary(rows, modes=("question",))))
+                results.append({
+                    "setting": f"query prompt {prompt.split('|')[0].strip()!r}",
+                    **summary({"retrieval": qa.retrieval_summary(rows, modes=("question",))})})
                 print(json.dumps(results[-1]), flush=True)
 
     out = ROOT / "benchmarks" / "results" / f"second_voice_{args.split}.json"
     out.write_text(json.dumps({"split": args.split, "results": results}, indent=1) + "\n")
-    print("| setting | hit@5(±2) alone / options | multi-day alone / options | all ±2 alone "
-          "| nDCG@10 alone | ms p50 alone / options |")
-    print("|---|---|---|---|---|---|")
-    for r in results:
-        print(f"| {r['setting']} | {r.get('hit2_alone')} / {r.get('hit2_options', '–')} | "
-              f"{r.get('multi_alone')} / {r.get('multi_options', '–')} | {r.get('all2_alone')} "
-              f"| {r.get('ndcg10_alone')} | {r.get('ms_p50_alone')} / "
-              f"{r.get('ms_p50_options', '–')} |")
+    print("\n".join(table(results, "setting", ms_options=True)))
     print(f"wrote {out}")
 
 
