@@ -53,7 +53,9 @@ class ModelHub:
 
     def _build(self, spec: ModelSpec, role: str) -> Any:
         model = self._build_model(spec, role)
-        if role == "embedder":  # the retrieval fusion tuned for this embedder's vectors
+        # the retrieval fusion tuned for this embedder's vectors: a local model is shared by
+        # the roles naming it, so whichever embedder role loads it first attaches it
+        if role in ("embedder", "sentence_embedder"):
             model.fusion = {k: spec.option(k) for k in ("rrf_k", "dense_weight")
                             if spec.option(k) is not None}
         return model

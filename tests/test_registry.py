@@ -129,3 +129,24 @@ solver = "my-remote"
     f.write_text("[models.x\n")
     with pytest.raises(ConfigError, match="cannot read the user profiles file"):
         load_manifest_with_user(f)
+
+
+def test_an_embedder_first_loaded_as_the_sentence_embedder_still_carries_its_fusion():
+    """The hub shares one loaded model between the roles that name it: an embedder's tuned
+    fusion must not depend on which role loaded it first (the real MiniLM, given a fusion)."""
+    from dataclasses import replace
+
+    from edge.config import models_dir
+    from models import ModelHub
+    from models.registry import Profile
+
+    base = load_manifest().model("minilm-l6-int8")
+    spec = replace(base, options={**base.options, "rrf_k": 10, "dense_weight": 2.0})
+    hub = ModelHub(Profile("p", "", {"embedder": spec, "sentence_embedder": spec}),
+                   models_dir())
+    try:
+        first = hub.sentence_embedder
+        assert hub.embedder is first
+        assert first.fusion == {"rrf_k": 10, "dense_weight": 2.0}
+    finally:
+        hub.close()
