@@ -4,7 +4,8 @@ prompt tokens really evaluated, i.e. not reused from a KV cache)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 LLM_ROLES = frozenset({"memory_llm", "solver"})
@@ -36,12 +37,32 @@ class CallRecord:
 
 
 class UsageMeter:
-    """Collects :class:`CallRecord` objects; thread-safe; listeners see each call as it ends."""
+    """Collects :class:`CallRecord` objects; thread-safe; listeners see each call as it ends.
+
+    Inside :meth:`thread_scope` a thread also keeps its own calls apart, and :meth:`mark`,
+    :meth:`summary` and :meth:`as_dicts` on that thread count only them: several questions
+    answered at once on threads (``edge bench qa --workers``) each count their own calls."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.records: list[CallRecord] = []
         self._listeners: list[Callable[[CallRecord], None]] = []
+        self._local = threading.local()
+
+    @contextmanager
+    def thread_scope(self) -> Iterator[list[CallRecord]]:
+        """Count this thread's calls apart until the block ends (they still go to
+        :attr:`records`); yields the list they are kept in. Not re-entrant."""
+        self._local.records = own = []
+        try:
+            yield own
+        finally:
+            self._local.records = None
+
+    def _view(self) -> list[CallRecord]:
+        """This thread's calls inside :meth:`thread_scope`, else every call."""
+        own = getattr(self._local, "records", None)
+        return self.records if own is None else own
 
     def add_listener(self, fn: Callable[[CallRecord], None]) -> None:
         """Call ``fn(record)`` after every later call is recorded (on the recording thread)."""
@@ -51,12 +72,16 @@ class UsageMeter:
         """Count one call and tell the listeners."""
         with self._lock:
             self.records.append(rec)
+        own = getattr(self._local, "records", None)
+        if own is not None:
+            own.append(rec)
         for fn in self._listeners:
             fn(rec)
 
     def mark(self) -> int:
-        """A position to pass to :meth:`summary` to count only later calls."""
-        return len(self.records)
+        """A position to pass to :meth:`summary` to count only later calls (of this thread
+        inside :meth:`thread_scope`)."""
+        return len(self._view())
 
     def summary(self, since: int = 0) -> dict:
         """Totals of the calls after position ``since``.
@@ -68,7 +93,7 @@ class UsageMeter:
         not served from a KV cache (:class:`CallRecord`); ``retries`` ≤ ``calls``: the calls
         that asked again for a reply the previous one got wrong.
         """
-        recs = self.records[since:]
+        recs = self._view()[since:]
         by_role: dict[str, list[CallRecord]] = {}
         for r in recs:
             by_role.setdefault(r.role, []).append(r)
@@ -78,7 +103,7 @@ class UsageMeter:
 
     def as_dicts(self, since: int = 0) -> list[dict]:
         """The calls after position ``since`` as plain dicts (the :class:`CallRecord` fields)."""
-        return [asdict(r) for r in self.records[since:]]
+        return [asdict(r) for r in self._view()[since:]]
 
 
 def _totals(recs: list[CallRecord]) -> dict:

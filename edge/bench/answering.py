@@ -14,7 +14,9 @@ round 1 → loop, the later rounds."""
 from __future__ import annotations
 
 import statistics
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
 import numpy as np
@@ -26,6 +28,7 @@ from edge.answer.steps import decide
 from edge.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
+from .judge import judge_answer
 from .qa import CaptionIndex, groups, question_row, window_hits
 from .questions import QAQuestion
 
@@ -54,17 +57,21 @@ def gold_answer(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: Cap
 
 
 def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
-               index: CaptionIndex, *, loss: bool = False) -> dict:
+               index: CaptionIndex, *, loss: bool = False, open_ended: bool = False) -> dict:
     """Ask ``q`` (its options as choices, its query time) and measure the run: the letter,
     whether it is right, rounds, LLM calls and tokens, seconds, and — when scorable —
     whether a target lies within ±2 clips of any round's anchors (``hit@Δ2``/``all@Δ2``).
     ``loss``: a scorable question is also answered from its target clips
     (:func:`gold_answer`, raw and distilled: two more solver calls, not counted in the
-    row's calls and seconds), and the first round's reply is scored (``round1``)."""
+    row's calls and seconds), and the first round's reply is scored (``round1``).
+    ``open_ended``: asked without its options, the free answer judged against the right
+    option's text by the solver (:func:`edge.bench.judge.judge_answer`; ``judged`` is
+    ``None`` when the judge's reply was unusable, counted wrong); no loss steps."""
     row = question_row(q, index)
-    mark = hub.usage.mark()
-    res = ask(memory, hub, q.question, replace(opts, at=q.at, choices=list(q.choices)))
-    llm = hub.usage.summary(mark)["llm"]
+    with hub.usage.thread_scope():  # this question's calls only, also beside other workers
+        res = ask(memory, hub, q.question,
+                  replace(opts, at=q.at, choices=[] if open_ended else list(q.choices)))
+        llm = hub.usage.summary()["llm"]
     row.update({"answer": res.answer, "truth": q.answer, "correct": res.answer == q.answer,
                 "rounds": len(res.rounds), "calls": llm["calls"],
                 "tokens_in": llm["tokens_in"],
@@ -72,10 +79,12 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
                 "tokens_out": llm["tokens_out"], "seconds": round(res.seconds, 2),
                 "sufficient": res.sufficient, "note": res.note})
     if row["scored"]:
-        seen = [index.pos[index.index_of[a["clip_id"]]] for r in res.rounds
-                for a in r.anchors if a["clip_id"] in index.index_of]
-        hit, every = window_hits(seen, {index.pos[t] for t in q.target_clips}, 2)
-        row.update({"hit@Δ2": hit, "all@Δ2": every})
+        row.update(round_hits(res.rounds, q, index))
+    if open_ended:
+        reference = q.choices["ABCD".index(q.answer)]
+        judged = judge_answer(hub.llm("solver"), q.question, reference, res.answer).correct
+        row.update({"truth": reference, "judged": judged, "correct": judged is True})
+        return row
     first = res.rounds[0].decision if res.rounds else None
     if loss and opts.loop != "merit":  # merit's rounds decide sufficiency, not the answer
         row["round1"] = bool(first) and first.get("answer") == q.answer
@@ -87,17 +96,63 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
     return row
 
 
+def round_hits(rounds: list, q: QAQuestion, index: CaptionIndex) -> dict:
+    """MERIT's hit over the rounds of one answer (Table 10, §4.3): ``hit@Δ2``/``all@Δ2`` —
+    a / every target clip within ±2 clips of any round's anchors — and ``first_hit_round``,
+    the first round (1-based) whose anchors reach a target within ±2, ``None`` if none."""
+    targets = {index.pos[t] for t in q.target_clips}
+    seen: list[int] = []
+    first = None
+    for n, r in enumerate(rounds, start=1):
+        seen += [index.pos[index.index_of[a["clip_id"]]] for a in r.anchors
+                 if a["clip_id"] in index.index_of]
+        if first is None and window_hits(seen, targets, 2)[0]:
+            first = n
+    hit, every = window_hits(seen, targets, 2)
+    return {"hit@Δ2": hit, "all@Δ2": every, "first_hit_round": first}
+
+
 def run_answers(memory: Memory, hub, questions: list[QAQuestion], index: CaptionIndex,
                 opts: AskOptions, on_answer: Callable[[dict], None] | None = None, *,
-                loss: bool = False) -> list[dict]:
-    """:func:`answer_one` for every question (``loss``: with the loss steps);
-    ``on_answer(row)`` after each (progress, or saving partial results)."""
-    rows = []
-    for q in questions:
-        rows.append(answer_one(memory, hub, q, opts, index, loss=loss))
-        if on_answer:
-            on_answer(rows[-1])
-    return rows
+                loss: bool = False, open_ended: bool = False, workers: int = 1) -> list[dict]:
+    """:func:`answer_one` for every question (``loss``: with the loss steps; ``open_ended``:
+    without options, judged), in the questions' order; ``on_answer(row)`` after each, as
+    it ends (progress, or saving partial results). ``workers`` > 1 answers that many
+    questions at once on threads, each with its own connection to the memory file and its
+    own call counts (:meth:`models.usage.UsageMeter.thread_scope`): worth it only when the
+    solver is remote (a local llama.cpp model serves one call at a time) — the caller
+    checks that."""
+    def one(q: QAQuestion, m: Memory) -> dict:
+        return answer_one(m, hub, q, opts, index, loss=loss, open_ended=open_ended)
+
+    if workers <= 1:
+        rows = []
+        for q in questions:
+            rows.append(one(q, memory))
+            if on_answer:
+                on_answer(rows[-1])
+        return rows
+    local = threading.local()
+    opened: list[Memory] = []
+
+    def in_thread(q: QAQuestion) -> dict:
+        if getattr(local, "memory", None) is None:
+            local.memory = Memory(memory.path, create=False)
+            opened.append(local.memory)
+        return one(q, local.memory)
+
+    by_id: dict[str, dict] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench") as pool:
+            for fut in as_completed([pool.submit(in_thread, q) for q in questions]):
+                row = fut.result()
+                by_id[row["id"]] = row
+                if on_answer:
+                    on_answer(row)
+    finally:
+        for m in opened:
+            m.close()
+    return [by_id[q.id] for q in questions]
 
 
 def _mean(values: list[float], digits: int = 3) -> float | None:
@@ -127,8 +182,40 @@ def summarize_answers(rows: list[dict]) -> dict:
             "tokens_evaluated_mean": _mean([r.get("tokens_evaluated", r["tokens_in"])
                                             for r in rows], 0),
             "tokens_out_mean": _mean([r["tokens_out"] for r in rows], 0),
+            **_percentiles(rows, "calls", 0), **_percentiles(rows, "tokens_in", 0),
+            **_percentiles(rows, "tokens_out", 0),
             "seconds_p50": round(float(np.percentile(secs, 50)), 1),
-            "seconds_p95": round(float(np.percentile(secs, 95)), 1)}
+            "seconds_p95": round(float(np.percentile(secs, 95)), 1),
+            "by_round": rounds_table(rows)}
+
+
+def _percentiles(rows: list[dict], key: str, digits: int) -> dict:
+    """``<key>_p50``/``<key>_p95`` of ``rows`` (numpy's linear interpolation), rounded."""
+    values = [r[key] for r in rows]
+    return {f"{key}_p{q}": round(float(np.percentile(values, q)), digits or None)
+            for q in (50, 95)}
+
+
+def rounds_table(rows: list[dict]) -> list[dict]:
+    """MERIT Table 10 for ``rows``: for each round r from 1 to the most any question ran,
+    ``answered`` (share of questions that stopped after r rounds), ``cumulative`` (share
+    stopped by r), ``accuracy`` of those that stopped at r (``None`` when none did), and
+    ``cumulative_hit`` (share of the scored questions whose first hit came by round r;
+    ``None`` without scored rows). Shares are 0–1, rounded to 3 places."""
+    if not rows:
+        return []
+    scored = [r for r in rows if r["scored"] and "first_hit_round" in r]
+    out, done = [], 0
+    for n in range(1, max(r["rounds"] for r in rows) + 1):
+        at = [r for r in rows if r["rounds"] == n]
+        done += len(at)
+        hits = [r for r in scored if r["first_hit_round"] is not None
+                and r["first_hit_round"] <= n]
+        out.append({"round": n, "answered": round(len(at) / len(rows), 3),
+                    "cumulative": round(done / len(rows), 3),
+                    "accuracy": _mean([float(r["correct"]) for r in at]),
+                    "cumulative_hit": round(len(hits) / len(scored), 3) if scored else None})
+    return out
 
 
 def loss_summary(rows: list[dict]) -> dict | None:

@@ -52,6 +52,20 @@ def loss_table(summary: dict) -> list[str]:
     return lines
 
 
+def rounds_lines(total: dict) -> list[str]:
+    """MERIT Table 10's layout for our run (:func:`~edge.bench.answering.rounds_table`):
+    per round, the share of questions answered in it and by it, their accuracy, and the
+    cumulative hit rate (a target within ±2 clips of some anchor by that round)."""
+    rows = total.get("by_round") or []
+    if not rows:
+        return []
+    lines = ["| round | answered in it | answered by it | accuracy of those | cumulative hit |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r['answered']} | {r['cumulative']} | {_cell(r['accuracy'])} "
+              f"| {_cell(r['cumulative_hit'])} |" for r in rows]
+    return lines
+
+
 def _head(result: dict) -> list[str]:
     """What was measured: the set, split, counts, unscored questions, key levers."""
     o = result["options"]
@@ -82,6 +96,17 @@ def markdown(result: dict) -> str:
         lines += ["", f"Answering ({o['loop']} loop, R≤{o['max_rounds']}, "
                   f"Δ{o['delta']}, {result.get('profile', '')} profile):", ""]
         lines += table(result["answering"], _ANS_COLS, _ANS_HEAD)
+        t = result["answering"]["total"]
+        if t.get("calls_p50") is not None:
+            lines += ["", f"Per question: LLM calls p50 {t['calls_p50']} / p95 "
+                      f"{t['calls_p95']}, prompt tokens p50 {t['tokens_in_p50']} / p95 "
+                      f"{t['tokens_in_p95']}, tokens out p50 {t['tokens_out_p50']} / p95 "
+                      f"{t['tokens_out_p95']}, seconds p50 {t['seconds_p50']} / p95 "
+                      f"{t['seconds_p95']}"]
+        rounds = rounds_lines(t)
+        if rounds:
+            lines += ["", "Rounds (MERIT Table 10: when questions stop, and when the "
+                      "evidence is first reached):", "", *rounds]
         loss = loss_table(result["answering"])
         if loss:
             lines += ["", "Where answers are lost (accuracy of the same solver on the "

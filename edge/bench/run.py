@@ -4,6 +4,7 @@ retrieval (and answering), and write the whole result as JSON (:func:`run_qa`)."
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -24,7 +25,10 @@ from .questions import ROOT, in_repo, load_questions, resolve_set, select
 class Plan:
     """What one run measures: the files, the question ``split`` and ``sample``, the
     retrieval ``modes``, the :class:`AskOptions` (levers), whether to ``answer`` too (with
-    the hub's ``profile``, recorded), and where the JSON result goes (``out``)."""
+    the hub's ``profile``, recorded), and where the JSON result goes (``out``).
+    ``open_ended``: answer without the options, judged by the solver; ``workers``: answer
+    that many questions at once (a remote solver only); ``resume``: keep the answers
+    already in ``out`` from a run with the same settings and answer only the rest."""
 
     name: str
     questions: Path
@@ -38,6 +42,9 @@ class Plan:
     answer: bool = False
     loss: bool = True
     profile: str = ""
+    open_ended: bool = False
+    workers: int = 1
+    resume: bool = False
 
 
 def results_dir() -> Path:
@@ -81,27 +88,77 @@ def _options(opts: AskOptions) -> dict:
 
 
 def write_result(result: dict, out: Path) -> None:
-    """Write the result JSON (parents created)."""
+    """Write the result JSON (parents created) through a temporary file and a rename, so a
+    run killed while writing leaves the previous complete file."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+
+
+RESUME_KEYS = ("questions_file", "captions_file", "memory", "profile", "options", "open_ended")
+"""What must match for ``--resume`` to keep a previous run's answers."""
+
+
+def resumable(p: Plan, result: dict, say: Callable[[str], None]) -> dict[str, dict]:
+    """``--resume``: the answers already in ``p.out`` (question id → row), when that file
+    is from a run with the same :data:`RESUME_KEYS` and ``p.loss``; ``{}`` otherwise (said
+    why)."""
+    if not p.resume:
+        return {}
+    try:
+        old = json.loads(p.out.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        say(f"--resume: {p.out} is not readable ({e}); answering every question")
+        return {}
+    differs = [k for k in RESUME_KEYS if old.get(k) != result.get(k)]
+    if old.get("loss") != p.loss:
+        differs.append("loss")
+    if differs:
+        say(f"--resume: {p.out} is from a run with other {', '.join(differs)}; answering "
+            "every question")
+        return {}
+    return {r["id"]: r for r in old.get("per_question_answers") or []}
 
 
 def _answer(memory: Memory, hub, questions: list, index, p: Plan, result: dict,
-            say: Callable[[str], None]) -> list[dict]:
-    """``--answer``: every question through ``ask``; the rows go to
-    ``result["per_question_answers"]`` as they come and the JSON is rewritten after each,
-    so partial results survive an interrupt."""
-    rows = result["per_question_answers"] = []
+            say: Callable[[str], None], done: dict[str, dict]) -> list[dict]:
+    """``--answer``: every question through ``ask`` but those in ``done`` (``--resume``);
+    the rows go to ``result["per_question_answers"]`` as they come and the JSON is
+    rewritten after each, so partial results survive an interrupt; a progress bar with ETA
+    on a terminal."""
+    from tqdm import tqdm
+
+    todo = [q for q in questions if q.id not in done]
+    if done:
+        say(f"--resume: {len(questions) - len(todo)} answers kept from {p.out}, "
+            f"{len(todo)} to go")
+    rows = result["per_question_answers"] = [done[q.id] for q in questions if q.id in done]
+
+    bar = tqdm(total=len(todo), unit="question", desc="answering", leave=False,
+               disable=None)  # None: only on a terminal
 
     def saved(row: dict) -> None:
         rows.append(row)
         gold = (f" gold {row['gold_answer']} distilled {row['gold_distilled_answer']}"
                 if "gold" in row else "")
-        say(f"{row['id']}: {row['answer']} (truth {row['truth']}) {row['rounds']} rounds "
-            f"{row['calls']} calls {row['seconds']:.0f} s{gold}")
+        answer = str(row["answer"])
+        answer = answer if len(answer) <= 60 else answer[:57] + "..."
+        judged = f" judged {row['judged']}" if "judged" in row else ""
+        line = (f"{row['id']}: {answer}{judged} (truth {str(row['truth'])[:40]}) "
+                f"{row['rounds']} rounds {row['calls']} calls {row['seconds']:.0f} s{gold}")
+        with bar.external_write_mode():
+            say(line)
+        bar.update()
         write_result(result, p.out)
 
-    run_answers(memory, hub, questions, index, p.opts, on_answer=saved, loss=p.loss)
+    with bar:
+        run_answers(memory, hub, todo, index, p.opts, on_answer=saved, loss=p.loss,
+                    open_ended=p.open_ended, workers=p.workers)
+    order = {q.id: n for n, q in enumerate(questions)}
+    rows.sort(key=lambda r: order[r["id"]])
     return rows
 
 
@@ -114,6 +171,10 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
     """
     from edge.captions import read_caption_file
 
+    if p.workers > 1 and "solver" not in hub.remote_roles():
+        raise BenchError(f"--workers {p.workers} needs a remote solver (an OpenAI-compatible "
+                         "server: see the README's remote backends); a local llama.cpp model "
+                         "answers one call at a time, so run with --workers 1")
     n_captions = len(read_caption_file(p.captions))
     questions = select(load_questions(p.questions, n_captions), p.split, p.sample)
     if not questions:
@@ -129,14 +190,16 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
                   "out": str(p.out), "profile": p.profile,
                   "split": p.split, "sample": p.sample, "questions": len(rows),
                   "scored": sum(r["scored"] for r in rows), "unscored": _unscored(rows),
-                  "clips_added": added, "top_n": p.opts.top_n or 5, "deep": 10,
+                  "clips_added": added, "open_ended": p.open_ended, "loss": p.loss,
+                  "workers": p.workers, "top_n": p.opts.top_n or 5, "deep": 10,
                   "modes": list(p.modes),
                   "options": _options(with_fusion_of(p.opts, memory_embedder(memory, hub))),
                   "retrieval": retrieval_summary(rows, p.modes), "answering": None,
                   "per_question": rows}
+        done = resumable(p, result, say) if p.answer else {}
         write_result(result, p.out)
         if p.answer:
             result["answering"] = answer_summary(_answer(memory, hub, questions, index, p,
-                                                         result, say))
+                                                         result, say, done))
     write_result(result, p.out)
     return result

@@ -59,6 +59,19 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
 @click.option("--loss/--no-loss", default=True, show_default=True,
               help="With --answer, also answer each scorable question from its target clips "
                    "(raw and distilled: two more solver calls) for the loss table.")
+@click.option("--open", "open_ended", is_flag=True,
+              help="With --answer, ask without the options and judge the free answer "
+                   "against the right option's text (LLM-as-judge: the solver).")
+@click.option("--ablate", "ablations", multiple=True, metavar="NAME|FIELD=V1,V2",
+              help="Run once per value of a lever and print one table: keys, delta, top_n, "
+                   "rounds, filtering, loop, fusion, retrieval, memory=A.db,B.db (the "
+                   "embedder), or any AskOptions field (repeatable; one lever at a time).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="With --answer, questions answered at once (needs a remote solver: an "
+                   "OpenAI-compatible server).")
+@click.option("--resume", is_flag=True,
+              help="With --answer, keep the answers already in --out from a run with the "
+                   "same settings and answer only the rest.")
 @click.option("--profile", default=None, expose_value=False, callback=_profile,
               help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
 @json_option("Print the whole result as JSON instead of tables.")
@@ -69,11 +82,16 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
 def qa(state: State, questions: str, captions: Path | None, memory: Path | None, split: str,
        sample: int | None, no_choices: bool, key_types: str | None, retrieval: str | None,
        fusion: str | None, rrf_k: int | None, no_auto_window: bool, sets: tuple[str, ...],
-       answer: bool, loss: bool, as_json: bool, out: Path | None) -> None:
+       answer: bool, loss: bool, open_ended: bool, ablations: tuple[str, ...], workers: int,
+       resume: bool, as_json: bool, out: Path | None) -> None:
     """Hit rate@Δ, all-targets, R@10, nDCG@10 and ms of `ask`'s round 1 on a question set,
-    per type, tag and part (one-day / multi-day); --answer adds accuracy and cost, and
-    the loss table: accuracy from the target clips, distilled, round 1, the loop."""
+    per type, tag and part (one-day / multi-day); --answer adds accuracy and cost, the
+    rounds (MERIT Table 10) and the loss table: accuracy from the target clips, distilled,
+    round 1, the loop. --ablate runs the set once per setting of a lever."""
+    if not answer and (open_ended or resume or workers > 1):
+        raise click.UsageError("--open, --resume and --workers go with --answer")
     from edge.bench import plan, run_qa
+    from edge.bench.ablation import ablation_markdown, parse_ablation, run_ablation
     from edge.bench.levers import build_options, parse_sets
     from edge.bench.report import markdown
 
@@ -84,9 +102,19 @@ def qa(state: State, questions: str, captions: Path | None, memory: Path | None,
         auto_window=False if no_auto_window else None)
     p = plan(questions, captions, memory, out, split=split, sample=sample,
              modes=("question",) if no_choices else ("question", "choices"), opts=opts,
-             answer=answer, loss=loss, profile=state.profile_name)
-    result = run_qa(p, state.hub(), say=lambda line: click.echo(line, err=True))
+             answer=answer, loss=loss and not open_ended, profile=state.profile_name,
+             open_ended=open_ended, workers=workers, resume=resume)
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    if ablations:
+        table = run_ablation(p, state.hub(), [parse_ablation(a) for a in ablations], say=say)
+        if as_json:
+            render.echo_json(table)
+        else:
+            click.echo(ablation_markdown(table))
+        return
+    result = run_qa(p, state.hub(), say=say)
     if as_json:
         render.echo_json(result)
         return
     click.echo(markdown(result))
+
