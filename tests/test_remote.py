@@ -231,6 +231,30 @@ def test_bad_remote_settings_are_config_errors(clean_env):
         RemoteConfig.from_spec(None, "captioner", {"EDGE_CAPTIONER_BASE_URL": "http://x/v1",
                                                    "EDGE_CAPTIONER_MODEL": "m",
                                                    "EDGE_CAPTIONER_ALLOW_FRAMES": "maybe"})
+    with pytest.raises(ConfigError, match="'y:2/v1' must start with http"):
+        RemoteConfig.from_spec(None, "solver", {"EDGE_SOLVER_BASE_URL": "http://x:1/v1,y:2/v1",
+                                                "EDGE_SOLVER_MODEL": "m"})
+
+
+def test_several_servers_are_shared_out_one_per_thread(clean_env):
+    """A comma-separated base_url: each calling thread keeps one server, given in turn."""
+    cfg = RemoteConfig.from_spec(None, "solver", {
+        "EDGE_SOLVER_BASE_URL": " http://127.0.0.1:1/v1/ , http://127.0.0.1:2/v1",
+        "EDGE_SOLVER_MODEL": "m"})
+    assert cfg.base_urls == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
+    llm = RemoteLLM(cfg)
+    got: list[str] = []
+
+    def call() -> None:
+        got.append(str(llm._client.base_url))
+        assert llm._client is llm._client  # the same one again on this thread
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+        t.join()
+    assert sorted(got) == ["http://127.0.0.1:1/v1/"] * 2 + ["http://127.0.0.1:2/v1/"] * 2
+    llm.close()
 
 
 @pytest.mark.slow

@@ -19,7 +19,9 @@ CAPTIONER):
 ======================  ==========================================================  =========
 key                     meaning                                                     default
 ======================  ==========================================================  =========
-``base_url``            server root including ``/v1``                               required
+``base_url``            server root including ``/v1``; several, comma-separated,    required
+                        serve the same model (each thread uses one: ``edge bench
+                        qa --workers`` spreads over them)
 ``model``               model name the server serves                                required
 ``api_key_env``         environment variable holding the API key                    —
 ``api_key``             the key itself (env ``EDGE_<ROLE>_API_KEY``)                "none"

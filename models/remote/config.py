@@ -37,7 +37,9 @@ def env_prefix(role: str) -> str:
 @dataclass(frozen=True)
 class RemoteConfig:
     """Where and how one role talks to an OpenAI-compatible server (see the table in
-    :mod:`models.remote`): ``timeout`` in seconds per request, ``n_ctx`` in tokens."""
+    :mod:`models.remote`): ``timeout`` in seconds per request, ``n_ctx`` in tokens.
+    ``base_url``: one server root, or several serving the same model, comma-separated
+    (:attr:`base_urls`; each thread talks to one of them)."""
 
     role: str
     base_url: str
@@ -48,6 +50,11 @@ class RemoteConfig:
     n_ctx: int = 8192
     json_mode: str = "auto"
     allow_frames: bool = False
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The server roots of :attr:`base_url`, in order."""
+        return self.base_url.split(",")
 
     @classmethod
     def from_spec(cls, spec: ModelSpec | None, role: str,
@@ -83,14 +90,16 @@ class RemoteConfig:
 
 def _endpoint(role: str, get, pre: str, where: str) -> tuple[str, str]:
     """The base URL and model name, both required; raises :class:`ConfigError`."""
-    base_url = str(get("base_url") or "").strip()
+    base_url = ",".join(u.strip().rstrip("/") for u in str(get("base_url") or "").split(",")
+                        if u.strip())
     model = str(get("model") or "").strip()
     if not base_url:
         raise ConfigError(f"role {role}: remote backend without a base URL; set base_url "
                           f"in {where} or {pre}BASE_URL (e.g. http://127.0.0.1:8080/v1)")
-    if urlparse(base_url).scheme not in ("http", "https"):
-        raise ConfigError(f"role {role}: base URL {base_url!r} must start with http:// or "
-                          "https://")
+    for url in base_url.split(","):
+        if urlparse(url).scheme not in ("http", "https"):
+            raise ConfigError(f"role {role}: base URL {url!r} must start with http:// or "
+                              "https://")
     if not model:
         raise ConfigError(f"role {role}: remote backend at {base_url} without a model "
                           f"name; set model in {where} or {pre}MODEL")

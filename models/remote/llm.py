@@ -10,6 +10,7 @@ counts (its ``usage`` field).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import threading
@@ -64,10 +65,23 @@ class RemoteLLM:
         self.name = name or config.model
         self.n_ctx = config.n_ctx
         self.usage = usage
-        self._client = OpenAI(base_url=config.base_url, api_key=config.api_key,
-                              timeout=config.timeout, max_retries=config.max_retries)
+        self._clients = [OpenAI(base_url=url, api_key=config.api_key,
+                                timeout=config.timeout, max_retries=config.max_retries)
+                         for url in config.base_urls]
         self._json_mode = None if config.json_mode == "auto" else config.json_mode
         self._lock = threading.Lock()
+        self._local = threading.local()
+        self._next = itertools.count()
+
+    @property
+    def _client(self):
+        """This thread's client: with several servers (a comma-separated ``base_url``)
+        each thread that calls is given the next one in turn and keeps it, so questions
+        answered at once on threads (``edge bench qa --workers``) spread over the servers."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = self._clients[next(self._next) % len(self._clients)]
+        return client
 
     @property
     def accepts_frames(self) -> bool:
@@ -289,24 +303,28 @@ class RemoteLLM:
                     f"{self.name} returned invalid JSON twice: {_short(second)}") from second
 
     def ping(self, timeout: float = 3.0) -> list[str]:
-        """The model names the server lists (``GET /models``), one try with ``timeout``
-        seconds; raises :class:`RemoteUnavailableError` when it does not answer."""
+        """The model names the server lists (``GET /models``; with several servers, each
+        is asked and the first one's list returned), one try with ``timeout`` seconds;
+        raises :class:`RemoteUnavailableError` naming a server that does not answer."""
         import openai
 
-        try:
-            page = self._client.with_options(timeout=timeout, max_retries=0).models.list()
-            return [m.id for m in page.data]
-        except openai.APIConnectionError as e:
-            raise RemoteUnavailableError(
-                f"cannot reach {self.config.base_url} ({_short(e)}); {self._hint()}") from None
-        except openai.APIStatusError as e:
-            raise RemoteUnavailableError(
-                f"{self.config.base_url} answered {e.status_code} to GET /models: "
-                f"{_short(e)}") from None
+        names: list[str] | None = None
+        for url, client in zip(self.config.base_urls, self._clients):
+            try:
+                page = client.with_options(timeout=timeout, max_retries=0).models.list()
+            except openai.APIConnectionError as e:
+                raise RemoteUnavailableError(
+                    f"cannot reach {url} ({_short(e)}); {self._hint()}") from None
+            except openai.APIStatusError as e:
+                raise RemoteUnavailableError(
+                    f"{url} answered {e.status_code} to GET /models: {_short(e)}") from None
+            names = names if names is not None else [m.id for m in page.data]
+        return names or []
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
+        """Close the HTTP connection pools."""
+        for client in self._clients:
+            client.close()
 
 
 def _has_images(messages: list[dict[str, Any]]) -> bool:
