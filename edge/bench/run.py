@@ -79,12 +79,9 @@ def _unscored(rows: list[dict]) -> dict[str, int]:
     return dict(Counter(r["unscored"] for r in rows if not r["scored"]))
 
 
-def _options(opts: AskOptions) -> dict:
-    """The levers of the run as JSON (per question fields left out)."""
-    d = asdict(opts)
-    for k in ("at", "choices"):
-        d.pop(k)
-    return d
+def options_json(opts: AskOptions) -> dict:
+    """The run's levers as JSON (the per-question ``at`` and ``choices`` left out)."""
+    return {k: v for k, v in asdict(opts).items() if k not in ("at", "choices")}
 
 
 def write_result(result: dict, out: Path) -> None:
@@ -193,7 +190,7 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
                   "clips_added": added, "open_ended": p.open_ended, "loss": p.loss,
                   "workers": p.workers, "top_n": p.opts.top_n or 5, "deep": 10,
                   "modes": list(p.modes),
-                  "options": _options(with_fusion_of(p.opts, memory_embedder(memory, hub))),
+                  "options": options_json(with_fusion_of(p.opts, memory_embedder(memory, hub))),
                   "retrieval": retrieval_summary(rows, p.modes), "answering": None,
                   "per_question": rows}
         done = resumable(p, result, say) if p.answer else {}

@@ -118,3 +118,72 @@ def qa(state: State, questions: str, captions: Path | None, memory: Path | None,
         return
     click.echo(markdown(result))
 
+
+@bench.command("videos")
+@click.option("--questions", required=True, type=_PATH,
+              help="Question file of a video benchmark: Video-MME, LVBench (JSONL), M3-Bench "
+                   "or EgoLifeQA.")
+@click.option("--format", "fmt", type=click.Choice(["videomme", "lvbench", "m3bench", "egolife"]),
+              default=None, help="The file's format [default: told from its content].")
+@click.option("--memories", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of one memory per video, <video id>.db; a video without one is "
+                   "skipped (said, with the command that builds it).")
+@click.option("--merit-captions", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Folder of MERIT caption/key files, <video id>.json: a "
+                                 "missing memory is built from its file first (keys included).")
+@click.option("--duration", type=click.Choice(["short", "medium", "long"]), default=None,
+              help="Only the questions of this Video-MME duration split.")
+@click.option("--sample", type=click.IntRange(1), default=None,
+              help="N questions spread evenly over the (split's) set.")
+@click.option("--answer", is_flag=True,
+              help="Also answer every question with the answer loop (slow on CPU); "
+                   "open-ended answers are judged by the solver (LLM-as-judge).")
+@click.option("--no-judge", is_flag=True,
+              help="With --answer, keep open-ended answers unjudged (no judge call).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Any AskOptions field, e.g. --set top_n=10 (repeatable). Video questions "
+                   "read no time of day from their words unless --set auto_window=true.")
+@click.option("--profile", default=None, expose_value=False, callback=_profile,
+              help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
+@json_option("Print the whole result as JSON instead of tables.")
+@click.option("--out", type=_PATH, default=None,
+              help="Where the JSON result goes, rewritten after every question [default: "
+                   "benchmarks/results/bench_videos_<file stem>.json].")
+@click.pass_obj
+def videos(state: State, questions: Path, fmt: str | None, memories: Path,
+           merit_captions: Path | None, duration: str | None, sample: int | None,
+           answer: bool, no_judge: bool, sets: tuple[str, ...], as_json: bool,
+           out: Path | None) -> None:
+    """Round-1 hit rate@Δ (and, with --answer, accuracy and cost) of a Video-MME, LVBench,
+    M3-Bench or EgoLifeQA question set over one memory per video, per question type and
+    duration split."""
+    from edge.bench.levers import build_options, parse_sets
+    from edge.bench.loaders import load_items, select_items
+    from edge.bench.run import results_dir
+    from edge.bench.videos import markdown_videos, run_videos
+    from edge.errors import BenchError
+
+    items = select_items(load_items(questions, fmt), duration, sample)
+    if not items:
+        raise BenchError(f"no question of duration {duration!r} in {questions}")
+    video_clock = any(i.clock == "video" for i in items)
+    opts = build_options(parse_sets(sets), auto_window=False if video_clock else None)
+    out = out or results_dir() / f"bench_videos_{questions.stem}.json"
+    info = {"questions_file": str(questions), "format": items[0].benchmark,
+            "duration": duration, "sample": sample, "profile": state.profile_name}
+    hub = state.hub()
+    judge = None
+    if answer and not no_judge and any(i.open_ended for i in items):
+        from edge.bench.judge import judge_answer
+
+        def judge(item, text):  # the solver judges a free answer against the reference
+            return judge_answer(hub.llm("solver"), item.question, item.answer, text).correct
+
+    result = run_videos(items, memories, hub, opts, out, answer=answer, judge=judge,
+                        captions=merit_captions, info=info,
+                        say=lambda line: click.echo(line, err=True))
+    if as_json:
+        render.echo_json(result)
+        return
+    click.echo(markdown_videos(result))
+
