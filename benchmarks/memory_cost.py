@@ -34,13 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from edge.bench.papers import MERIT_TABLE6_COST  # noqa: E402
 from edge.captions import ingest_caption_file, read_caption_file  # noqa: E402
 from edge.config import models_dir  # noqa: E402
 from edge.pyramid import Pyramid, PyramidOptions  # noqa: E402
 from edge.store import Memory  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402
 
-MERIT_TABLE6 = {"calls": 6223, "tokens_in": 815_000, "tokens_out": 288_000, "hours": 44.3,
+MERIT_TABLE6 = {"calls": MERIT_TABLE6_COST["llm_calls"],
+                "tokens_in": MERIT_TABLE6_COST["tokens_in"],
+                "tokens_out": MERIT_TABLE6_COST["tokens_out"], "hours": 44.3,
                 "source": "MERIT Table 6 (GPT-5, EgoLifeQA memory; 44.3 h per video, §4.1)"}
 LLM_ROLES = ("memory_llm", "memory_llm.links", "memory_llm.global")
 

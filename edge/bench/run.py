@@ -17,6 +17,7 @@ from edge.errors import BenchError
 from edge.store import Memory
 
 from .answering import answer_summary, run_answers
+from .measure import environment
 from .qa import MODES, ensure_memory, retrieval_summary, run_retrieval
 from .questions import ROOT, in_repo, load_questions, resolve_set, select
 
@@ -192,6 +193,7 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
                   "modes": list(p.modes),
                   "options": options_json(with_fusion_of(p.opts, memory_embedder(memory, hub))),
                   "retrieval": retrieval_summary(rows, p.modes), "answering": None,
+                  "environment": environment(),  # machine, package versions (bench report)
                   "per_question": rows}
         done = resumable(p, result, say) if p.answer else {}
         write_result(result, p.out)

@@ -187,3 +187,94 @@ def videos(state: State, questions: Path, fmt: str | None, memories: Path,
         return
     click.echo(markdown_videos(result))
 
+
+@bench.command("speed")
+@click.option("--only", "parts", default="ingest,answer,knn,rss", show_default=True,
+              metavar="PARTS", help="What to measure: ingest (RTF per stage and tier), answer "
+                                    "(`edge ask` p50/p95), knn (latency vs memory size), rss "
+                                    "(peak RSS of ingest, ingest-captions, search, ask).")
+@click.option("--profile", "profiles", default=None, metavar="P[,P]",
+              help="Profile(s), comma-separated, e.g. tiny,small [default: small or "
+                   "$EDGE_PROFILE].")
+@click.option("--footage", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Video or audio file or folder to ingest (repeatable) [default: the shared "
+                   "footage folder]; the first file is also `edge ingest`'s RSS run.")
+@click.option("--llm-tier/--realtime-only", default=True, show_default=True,
+              help="Also build and time the LLM tier (keys, pyramid) of the ingested footage.")
+@click.option("--pyramid/--no-pyramid", default=True, show_default=True,
+              help="The LLM tier includes the PyraVid pyramid (--no-pyramid: keys only).")
+@click.option("--sizes", default="10k,100k", show_default=True, metavar="SIZES",
+              help="KNN memory sizes in key vectors: 1k, 10k, 100k, 1M, 3M or a count.")
+@click.option("--queries", type=click.IntRange(1), default=20, show_default=True,
+              help="KNN queries per size and path.")
+@click.option("--dim", type=click.IntRange(8, 4096), default=384, show_default=True,
+              help="KNN vector width (384: MiniLM; 768 or a cut such as 512: EmbeddingGemma).")
+@click.option("--memory", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Memory `edge ask`/`search` run on [default: the caption "
+                                 "file's first --clips records, built once per profile].")
+@click.option("--captions", type=_PATH, default=None,
+              help="Caption file of the answer memory [default: the shared EgoLife day 1].")
+@click.option("--clips", type=click.IntRange(1), default=120, show_default=True,
+              help="Records of --captions in the answer memory (120 = an hour of clips).")
+@click.option("--questions", type=_PATH, default=None,
+              help="EgoLifeQA question file asked [default: the easy set's].")
+@click.option("--asks", type=click.IntRange(1), default=3, show_default=True,
+              help="Questions asked per profile (spread over those whose evidence is in "
+                   "the memory).")
+@click.option("--timeout", type=click.FloatRange(1), default=1800.0, show_default=True,
+              help="Seconds one measured command may run.")
+@json_option("Print the whole result as JSON instead of Markdown.")
+@click.option("--out", type=_PATH, default=None,
+              help="Where the JSON goes, the Markdown beside it (.md) [default: "
+                   "benchmarks/results/bench_speed.json].")
+@click.pass_obj
+def speed(state: State, parts: str, profiles: str | None, footage: tuple[Path, ...],
+          llm_tier: bool, pyramid: bool, sizes: str, queries: int, dim: int,
+          memory: Path | None, captions: Path | None, clips: int, questions: Path | None,
+          asks: int, timeout: float, as_json: bool, out: Path | None) -> None:
+    """Ingest real-time factor per stage and tier, `edge ask` latency per profile, KNN
+    latency versus memory size and peak RSS per command; JSON + Markdown."""
+    from edge.bench.speed import parse_parts, parse_sizes, run_speed, speed_plan
+    from edge.bench.speed_report import speed_markdown
+
+    names = tuple(dict.fromkeys(p.strip() for p in (profiles or state.profile_name).split(",")
+                                if p.strip()))
+    p = speed_plan(footage=footage, captions=captions, questions=questions, out=out,
+                   memory=memory, parts=parse_parts(parts), profiles=names,
+                   llm_tier=llm_tier, pyramid=pyramid, sizes=parse_sizes(sizes),
+                   queries=queries, dim=dim, clips=clips, n_questions=asks, timeout=timeout)
+    result = run_speed(p, say=lambda line: click.echo(line, err=True))
+    if as_json:
+        render.echo_json(result)
+        return
+    click.echo(speed_markdown(result))
+
+
+@bench.command("report")
+@click.option("--qa", "qa_files", multiple=True, type=_PATH,
+              help="`edge bench qa` result JSON (repeatable) [default: every "
+                   "benchmarks/results/bench_qa_*.json].")
+@click.option("--speed", "speed_file", type=_PATH, default=None,
+              help="`edge bench speed` result JSON [default: benchmarks/results/"
+                   "bench_speed.json].")
+@click.option("--knn", "knn_files", multiple=True, type=_PATH,
+              help="benchmarks/knn_scale.py result JSON (repeatable) [default: every "
+                   "benchmarks/results/knn_scale_*.json].")
+@click.option("--out", type=_PATH, default=None,
+              help="The Markdown file; its PNG plots go beside it [default: "
+                   "benchmarks/results/bench_report.md].")
+def report(qa_files: tuple[Path, ...], speed_file: Path | None,
+           knn_files: tuple[Path, ...], out: Path | None) -> None:
+    """One Markdown report with PNG plots (hit rate vs Δ, accuracy vs rounds, latency vs
+    memory size, cost per hour of footage) from the bench results, beside the papers'
+    numbers, with the configuration, machine and versions behind them."""
+    from edge.bench.run import results_dir
+    from edge.bench.summary import build_report, load_inputs
+
+    inputs = load_inputs(list(qa_files) or None, speed_file, list(knn_files) or None)
+    done = build_report(inputs, out or results_dir() / "bench_report.md")
+    click.echo(f"wrote {done['markdown']}")
+    for name, path in done["plots"].items():
+        click.echo(f"  {name}: {path}")
+    for line in done["missing"]:
+        click.echo(f"missing: {line}", err=True)
