@@ -20,7 +20,7 @@ from edge.answer import (
     frame_budget,
     resolve_scope,
 )
-from edge.answer.evidence import NOTE_OVERHEAD_TOKENS
+from edge.answer.distill import NOTE_OVERHEAD_TOKENS
 from edge.answer.question import Note, check_question_fits
 from edge.captions import ingest_caption_file
 from edge.decompose import decompose

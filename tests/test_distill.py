@@ -7,8 +7,17 @@ import json
 
 import pytest
 
-from edge.answer.distill import GAP, Distiller, Source, distill, score, sentences, split
-from edge.answer.evidence import NOTE_OVERHEAD_TOKENS, Evidence, Item, Priority
+from edge.answer.distill import (
+    GAP,
+    NOTE_OVERHEAD_TOKENS,
+    Distiller,
+    Source,
+    distill,
+    score,
+    sentences,
+    split,
+)
+from edge.answer.evidence import Evidence, Item, Priority
 from edge.store import Clip
 from edge.timeline import day_clock, egolife_time
 

@@ -18,7 +18,7 @@ sentences that best match the question are kept under a token budget (no LLM cal
    the others score by the lexical part alone.
 3. **Choice** (:func:`choose`): the best sentence of every anchor clip first (when it
    fits), then greedily by score while the notes fit the budget, each note costing its
-   tokens plus :data:`~edge.answer.evidence.NOTE_OVERHEAD_TOKENS`.
+   tokens plus :data:`NOTE_OVERHEAD_TOKENS`.
 4. **Notes**: per clip, the kept sentences in their original order, ``…`` where sentences
    were skipped between them; clips with nothing kept are left out.
 """
@@ -40,6 +40,10 @@ from .citations import content_stems
 
 DEFAULT_BUDGET = 800
 """Tokens of distilled notes a final answer reads (overhead included)."""
+
+NOTE_OVERHEAD_TOKENS = 16
+"""Tokens counted per note on top of its text (number, time, line break): by the notes
+distilled here and by :meth:`Evidence.pack <edge.answer.evidence.Evidence.pack>`."""
 
 GAP = " … "
 """Shown between two kept sentences of a clip where sentences were skipped."""
@@ -209,12 +213,10 @@ def distill(sources: Sequence[Source], question: str, *, embedder,
 
     ``count_tokens(str) -> int``: the solver's tokenizer; ``budget``: tokens of all the
     notes together, each note's ``overhead`` included (default
-    :data:`~edge.answer.evidence.NOTE_OVERHEAD_TOKENS`). ``relevance``: texts besides
+    :data:`NOTE_OVERHEAD_TOKENS`). ``relevance``: texts besides
     the question that say what matters (options, search queries). ``scoring``: keyword
     arguments of :func:`score`. Deterministic; one embedder call. Raises ``ValueError``
     for a negative budget."""
-    from .evidence import NOTE_OVERHEAD_TOKENS
-
     if budget < 0:
         raise ValueError(f"budget must be >= 0 tokens, got {budget}")
     items = split(sources, count_tokens)

@@ -26,11 +26,8 @@ from edge.timeline import format_moment
 from models.vlm import image_parts
 
 from .citations import clip_text, content_stems, stem, words
-from .distill import Distiller, Source
+from .distill import NOTE_OVERHEAD_TOKENS, Distiller, Source
 from .records import Moment, Role
-
-NOTE_OVERHEAD_TOKENS = 16
-"""Tokens counted per note on top of its text (number, time, line break)."""
 
 
 class Priority(NamedTuple):
@@ -150,8 +147,8 @@ class Evidence:
              view: str = "all", distiller: Distiller | None = None) -> list[Packed]:
         """Evidence chosen by :class:`Priority` until ``budget`` tokens are used, each text
         cut to ``anchor_tokens`` (anchor clips) or ``neighbor_tokens`` (the others) plus
-        :data:`NOTE_OVERHEAD_TOKENS`; returned in timeline order. ``llm`` counts and cuts
-        tokens (``count_tokens``, ``truncate``).
+        :data:`~edge.answer.distill.NOTE_OVERHEAD_TOKENS`; returned in timeline order.
+        ``llm`` counts and cuts tokens (``count_tokens``, ``truncate``).
 
         ``view``: ``all`` — every clip, a clip with kept facts read as its facts; ``filtered``
         — only the clips filtering kept something from (as that text, :meth:`kept`; cut
