@@ -10,7 +10,7 @@ import pytest
 
 from edge.answer.hints import question_hints
 from edge.answer.options import AskOptions
-from edge.answer.question import resolve_scope
+from edge.answer.scope import resolve_scope
 from edge.captions import ingest_caption_file
 from edge.store import Memory
 

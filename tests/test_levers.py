@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from edge.answer.options import AskOptions
-from edge.answer.question import resolve_scope
+from edge.answer.scope import resolve_scope
 from edge.answer.search import (
     episodes,
     event_phrases,

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from edge.answer import AskError, AskOptions, ask
-from edge.answer.question import resolve_scope
+from edge.answer.scope import resolve_scope
 from edge.answer.search import embed_queries, first_round, round_anchors, round_queries
 from edge.captions import ingest_caption_file
 from edge.store import Memory

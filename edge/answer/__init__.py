@@ -28,8 +28,9 @@ context.
 
 Modules: :mod:`~edge.answer.options` (:class:`AskOptions`), :mod:`~edge.answer.records`
 (what is returned), :mod:`~edge.answer.evidence` (accumulating and packing evidence),
-:mod:`~edge.answer.question` (checks, scope, prompt frame, the run's state),
-:mod:`~edge.answer.steps` (one function per step), :mod:`~edge.answer.loop` (:func:`ask`).
+:mod:`~edge.answer.scope` (checks and time scope before any model),
+:mod:`~edge.answer.question` (prompt frame, the run's state), :mod:`~edge.answer.steps`
+(one function per step), :mod:`~edge.answer.loop` (:func:`ask`).
 """
 
 from edge.errors import AskError
@@ -37,8 +38,8 @@ from edge.errors import AskError
 from .evidence import Evidence, Item, Packed, Priority, frame_budget
 from .loop import ask
 from .options import LOOPS, AskOptions
-from .question import resolve_scope
 from .records import Answer, Moment, Round
+from .scope import resolve_scope
 
 __all__ = [
     "LOOPS",

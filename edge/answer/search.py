@@ -1,7 +1,7 @@
 """Round-1 retrieval on its own: what ``edge search`` shows and what :func:`edge.answer.ask`
 uses as its first round's anchors — one code path for both, no LLM call.
 
-:func:`first_round` fixes the question's time scope (:func:`~edge.answer.question.
+:func:`first_round` fixes the question's time scope (:func:`~edge.answer.scope.
 resolve_scope`), builds the round's queries (:func:`round_queries`: the question, then any
 MARQUIS sub-queries, then — with ``split_events`` — the event phrases of a before/after
 question (:func:`event_phrases`), then — for a multiple-choice question with
@@ -38,7 +38,7 @@ from edge.timeline import TimeWindow
 from models.repeats import norm_words
 
 from .options import AskOptions, with_fusion_of
-from .question import check_question, join_notes, resolve_scope, unbuilt_note
+from .scope import check_question, join_notes, resolve_scope, unbuilt_note
 
 DEFAULT_TOP_N = 5
 """Anchors per round when ``AskOptions.top_n`` is ``None`` and no solver is loaded to say
@@ -81,7 +81,7 @@ class FirstRound:
     ``(start, end]``), the ``queries`` searched (question first), their 384-d float32 unit
     vectors ``vecs`` (one per query), the ranked ``anchors`` (best first), a ``note`` when a
     named time window was dropped or clips in scope wait for the LLM tier
-    (:func:`~edge.answer.question.unbuilt_note`), and the milliseconds it took (embedding +
+    (:func:`~edge.answer.scope.unbuilt_note`), and the milliseconds it took (embedding +
     search)."""
 
     scope: TimeWindow
@@ -255,9 +255,9 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
         top_n: anchors to return; default ``opts.top_n`` or :data:`DEFAULT_TOP_N`.
     Raises:
         AskError: what ``ask`` refuses before any model call, in its words
-            (:func:`~edge.answer.question.check_question`: bad choices, an empty question,
+            (:func:`~edge.answer.scope.check_question`: bad choices, an empty question,
             an empty memory, nothing before ``opts.at``), or an explicit ``window`` holds no
-            clip (:func:`~edge.answer.question.resolve_scope`).
+            clip (:func:`~edge.answer.scope.resolve_scope`).
         ValueError: an unknown ``retrieval`` or ``loop``.
     """
     t0 = time.perf_counter()

@@ -247,7 +247,7 @@ def scope_words(scope: dict) -> str:
     """A scope (``Answer.scope``: label, start, end in timeline seconds) in words:
     ``yesterday evening (DAY1 18:00:00 to DAY1 23:59:59)``, ``everything before DAY1
     11:21:00`` or ``everything``."""
-    from edge.answer.question import time_label
+    from edge.answer.scope import time_label
 
     if scope["start"] is None and scope["end"] is None:
         return "everything"

@@ -86,7 +86,7 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     The same flags give the anchors of `edge ask`'s first round (without --decompose).
     """
     from edge.answer import AskOptions
-    from edge.answer.question import check_question, join_notes
+    from edge.answer.scope import check_question, join_notes
     from edge.answer.search import first_round
     from edge.embedding import memory_embedder, reembed_note
 
