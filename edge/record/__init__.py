@@ -25,8 +25,11 @@ Modules, in reading order:
 
 - :mod:`edge.record.spool`: the spool's layout, clip names, publishing, finished and
   half-written clips, repair, the retention plan.
-- :mod:`edge.record.capture`: what to record (:class:`SourceSpec`), opening it, and the
-  capture thread (reconnects, a file resumed, the watched folder).
+- :mod:`edge.record.session`: what to record (:class:`SourceSpec`), how
+  (:class:`RecordOptions`), and :class:`~edge.record.session.Session`, the recorder as its
+  threads see it (so they never import the recorder).
+- :mod:`edge.record.capture`: opening a source, and the capture thread (reconnects, a file
+  resumed, the watched folder).
 - :mod:`edge.record.ledger`: progress per file (:class:`WatchLedger`), so a restart resumes.
 - :mod:`edge.record.segmenter`: one opened source → 30 s clip files (:class:`Segmenter`).
 - :mod:`edge.record.audio`: each clip's audio level and the silence warning
@@ -35,18 +38,19 @@ Modules, in reading order:
   real-time tier per clip, the deferred LLM tier (:mod:`edge.build`) when no clip waits.
 - :mod:`edge.record.status`: the status file (write, :func:`read_status`,
   :func:`recorder_status`).
-- :mod:`edge.record.recorder`: :class:`Recorder` (lock, preflight, recovery, the run loop)
-  and :class:`RecordOptions`.
+- :mod:`edge.record.recorder`: :class:`Recorder` (lock, preflight, recovery, the run
+  loop).
 
 Everything a caller needs is importable from :mod:`edge.record` itself.
 """
 
 from edge.errors import CaptureError, RecordError
 from edge.record.audio import SILENCE_DBFS, SilenceWatch, audio_level
-from edge.record.capture import Capture, SourceSpec, open_source
+from edge.record.capture import Capture, open_source
 from edge.record.ledger import WatchLedger, file_key
-from edge.record.recorder import Recorder, RecordOptions
+from edge.record.recorder import Recorder
 from edge.record.segmenter import RAW_VIDEO_CODECS, Segmenter, fits_matroska, pick_encoder
+from edge.record.session import RecordOptions, Session, SourceSpec
 from edge.record.spool import (
     CLIP_PREFIX,
     CLIP_SUFFIX,
@@ -71,7 +75,7 @@ from edge.record.worker import MODEL_RETRY_SECONDS, IngestWorker
 __all__ = [
     "CLIP_PREFIX", "CLIP_SUFFIX", "MIN_REPAIR_SECONDS", "MODEL_RETRY_SECONDS", "PART_SUFFIX",
     "RAW_VIDEO_CODECS", "SILENCE_DBFS", "Capture", "CaptureError", "ClipFile", "Deletion",
-    "IngestWorker", "RecordError", "RecordOptions", "Recorder", "Segmenter",
+    "IngestWorker", "RecordError", "RecordOptions", "Recorder", "Segmenter", "Session",
     "SilenceWatch", "SourceSpec", "WatchLedger", "audio_level", "clip_name", "clip_start",
     "file_key", "finished_clips", "fits_matroska", "fsync_path", "iso_utc",
     "open_source", "partial_clips", "pick_encoder", "plan_retention", "publish",

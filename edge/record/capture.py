@@ -16,47 +16,17 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from edge.errors import CaptureError
 from edge.record.ledger import WatchLedger, file_key
 from edge.record.segmenter import Segmenter
-
-if TYPE_CHECKING:
-    from edge.record.recorder import Recorder
+from edge.record.session import Session, SourceSpec
 
 log = logging.getLogger("edge.record")
 
 MAX_BACKOFF_SECONDS = 60.0
 """The longest wait before reopening a camera or stream that dropped."""
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """What to record. ``kind``: ``camera`` (index or device), ``stream`` (rtsp/http URL),
-    ``file`` (a local file, paced at ``speed``× real time when ``realtime``) or ``watch`` (a
-    folder a camera writes files into)."""
-
-    kind: str
-    target: str
-    realtime: bool = False
-    speed: float = 1.0
-
-    @property
-    def live(self) -> bool:
-        """A live source cannot be paused: back-pressure never blocks its capture."""
-        return self.kind in ("camera", "stream") or (self.kind == "file" and self.realtime)
-
-    def describe(self) -> str:
-        """The source in words, for the log and the status file (``file x.mp4 (replayed in
-        real time ×6)``)."""
-        extra = ""
-        if self.kind == "file" and self.realtime:
-            extra = " (replayed in real time" + (f" ×{self.speed:g}" if self.speed != 1 else "")
-            extra += ")"
-        return f"{self.kind} {self.target}{extra}"
 
 
 def open_source(spec: SourceSpec):
@@ -93,7 +63,6 @@ def open_source(spec: SourceSpec):
                            f"{hint}") from None
 
 
-
 class Capture:
     """The capture thread of a :class:`~edge.record.Recorder`: opens its source and cuts it
     into clips until the source ends or the recorder stops.
@@ -103,7 +72,7 @@ class Capture:
     when the thread ends); each published clip wakes the ingestion worker.
     """
 
-    def __init__(self, rec: Recorder) -> None:
+    def __init__(self, rec: Session) -> None:
         self.rec = rec
         self.segmenter: Segmenter | None = None  # the newest one (the status's current clip)
         self.source_clock: tuple[float, float] | None = None  # (source time, monotonic)

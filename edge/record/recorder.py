@@ -17,51 +17,18 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from edge.errors import CaptureError, RecordError
 from edge.record.audio import SilenceWatch
-from edge.record.capture import Capture, SourceSpec
+from edge.record.capture import Capture
 from edge.record.ledger import FILE_KEY_PREFIX, WatchLedger
+from edge.record.session import RecordOptions, SourceSpec
 from edge.record.spool import finished_clips, partial_clips, plan_retention, repair, spool_dir
 from edge.record.status import snapshot, status_path, write_status
 from edge.record.worker import IngestWorker
 
-if TYPE_CHECKING:
-    from edge.pyramid import PyramidOptions
-
 log = logging.getLogger("edge.record")
-
-
-@dataclass
-class RecordOptions:
-    """How to record. Sizes in bytes, durations in seconds; ``None`` means no limit.
-
-    ``clip_seconds``: the length of a clip (cut at the next keyframe after it).
-    ``raw_budget``/``keep_raw``: the storage policy for raw clips (memory is always kept).
-    ``min_free``: refuse to start, and stop writing clips, below this much free disk.
-    ``max_pending``: the bound of the ingestion queue (finished clips not yet in memory).
-    ``reencode``: encode the video instead of stream copying it.
-    ``settle``: seconds a watched file must stay unchanged before it is read.
-    ``poll``: seconds between status writes, policy checks and folder scans.
-    ``pyramid``: build the PyraVid pyramid (facts, clip and global nodes, links) as ``edge
-    ingest --pyramid`` does; ``None``: keys only (``--no-pyramid``).
-    ``silent_after``: warn when the source's audio stays silent (below
-    :data:`edge.record.audio.SILENCE_DBFS`) this long; ``None``: never.
-    """
-
-    clip_seconds: float = 30.0
-    raw_budget: int | None = None
-    keep_raw: float | None = None
-    min_free: int = 1_000_000_000
-    max_pending: int = 120
-    reencode: bool = False
-    settle: float = 5.0
-    poll: float = 1.0
-    pyramid: PyramidOptions | None = None
-    silent_after: float | None = 180.0
 
 
 class Recorder:

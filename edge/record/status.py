@@ -11,12 +11,9 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from edge.record.session import Session
 from edge.record.spool import finished_clips
-
-if TYPE_CHECKING:
-    from edge.record.recorder import Recorder
 
 RUNNING_WITHIN_SECONDS = 60
 """A recorder whose status file is older than this is not counted as running."""
@@ -29,7 +26,7 @@ def status_path(memory_path: Path) -> Path:
     return memory_path.with_name(memory_path.name + ".record.json")
 
 
-def snapshot(rec: Recorder) -> dict:
+def snapshot(rec: Session) -> dict:
     """The status of a running recorder, as written to the status file (see
     :meth:`edge.record.Recorder.status` for the keys)."""
     worker, capture, options = rec.worker, rec.capture, rec.options

@@ -27,12 +27,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from edge.record.session import Session
 from edge.record.spool import clip_start, finished_clips
-
-if TYPE_CHECKING:
-    from edge.record.recorder import Recorder
 
 log = logging.getLogger("edge.record")
 
@@ -64,7 +61,7 @@ class IngestWorker:
     ``rec.capture_done``, ``rec.state`` and ``rec.last_error``.
     """
 
-    def __init__(self, rec: Recorder) -> None:
+    def __init__(self, rec: Session) -> None:
         self.rec = rec
         self.wake = threading.Event()        # a clip was published
         self.lock = threading.Lock()
