@@ -15,32 +15,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import summary_sections as sec
 from .run import results_dir
-
-PLOTS = {"hit_vs_delta": "Hit rate vs Δ", "accuracy_vs_rounds": "Accuracy vs rounds",
-         "latency_vs_memory": "Latency vs memory size",
-         "cost_per_hour": "Cost per hour of footage"}
-"""Plot name (the PNG is ``<report stem>_<name>.png``) → its title."""
-
-NO_QA = "no `edge bench qa` result yet: run `edge bench qa --questions easy`"
-NO_ANSWERS = ("no answered questions in the qa results yet: run `edge bench qa --questions "
-              "hard --split dev --sample 24 --answer`")
-NO_SPEED = "no speed result yet: run `edge bench speed`"
-
-
-@dataclass
-class ReportInputs:
-    """What a report is built from: ``qa`` and ``knn`` results as ``(path, JSON)``, the
-    ``speed`` result (or ``None``), and ``problems``: a line per input that was asked for
-    but could not be read."""
-
-    qa: list[tuple[Path, dict]] = field(default_factory=list)
-    speed: tuple[Path, dict] | None = None
-    knn: list[tuple[Path, dict]] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+from .summary_sections import PLOTS, ReportInputs
 
 
 def _read(path: Path, problems: list[str], must: str, kind: str) -> dict | None:
@@ -83,9 +62,7 @@ def load_inputs(qa: list[Path] | None = None, speed: Path | None = None,
 def build_report(inputs: ReportInputs, out: Path) -> dict:
     """Write the Markdown to ``out`` and its PNGs beside it (``<stem>_<plot>.png``, see
     :data:`PLOTS`). Returns ``{"markdown": path, "plots": {name: path}, "missing": [lines
-    saying what was not there]}``; matplotlib is imported here, on first use."""
-    from . import summary_sections as sec
-
+    saying what was not there]}``; matplotlib is imported on first use (:mod:`.charts`)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     png = {name: out.parent / f"{out.stem}_{name}.png" for name in PLOTS}
     parts = [sec.hit_section(inputs, png["hit_vs_delta"]),

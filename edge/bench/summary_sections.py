@@ -1,7 +1,8 @@
 """The sections of ``edge bench report`` (:func:`edge.bench.summary.build_report`): each
 reads its inputs, draws its plot (:mod:`.charts`) when there is something to draw, and
 returns its Markdown with our numbers beside the papers' (:mod:`.papers`); a missing input
-is a line in the section and in :attr:`Section.missing`."""
+is a line in the section and in :attr:`Section.missing`. What a report reads is a
+:class:`ReportInputs` (:func:`edge.bench.summary.load_inputs` fills it)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,29 @@ from .answering import rounds_table
 from .ingest_speed import CLIP_SECONDS
 from .measure import environment, percentiles
 from .speed_report import environment_lines
-from .summary import NO_ANSWERS, NO_QA, NO_SPEED, PLOTS, ReportInputs
+
+PLOTS = {"hit_vs_delta": "Hit rate vs Δ", "accuracy_vs_rounds": "Accuracy vs rounds",
+         "latency_vs_memory": "Latency vs memory size",
+         "cost_per_hour": "Cost per hour of footage"}
+"""Plot name (the PNG is ``<report stem>_<name>.png``) → its title."""
+
+NO_QA = "no `edge bench qa` result yet: run `edge bench qa --questions easy`"
+NO_ANSWERS = ("no answered questions in the qa results yet: run `edge bench qa --questions "
+              "hard --split dev --sample 24 --answer`")
+NO_SPEED = "no speed result yet: run `edge bench speed`"
+
+
+@dataclass
+class ReportInputs:
+    """What a report is built from: ``qa`` and ``knn`` results as ``(path, JSON)``, the
+    ``speed`` result (or ``None``), and ``problems``: a line per input that was asked for
+    but could not be read."""
+
+    qa: list[tuple[Path, dict]] = field(default_factory=list)
+    speed: tuple[Path, dict] | None = None
+    knn: list[tuple[Path, dict]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
 
 MERIT_HOURS = P.MERIT_TABLE6_COST["clips"] * CLIP_SECONDS / 3600.0
 """Hours of footage behind MERIT Table 6: its 6,223 key calls, one per 30 s clip (51.9 h)."""
