@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from edge.bench.ingest_speed import ingest_note, ingest_table, measure_ingest  # noqa: E402
 from edge.bench.measure import environment  # noqa: E402
 from edge.config import models_dir  # noqa: E402
-from edge.ingest import find_media  # noqa: E402
+from edge.ingest.run import find_media  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """The memory writer: the one path by which sources and clips enter a memory.
 
-Video ingest (:mod:`edge.ingest`), caption ingest (:mod:`edge.captions`) and the recorder
-(through :func:`edge.ingest.ingest_paths`) all register their source with
+Video ingest (:mod:`edge.ingest.run`), caption ingest (:mod:`edge.captions`) and the recorder
+(through :func:`edge.ingest.run.ingest_paths`) all register their source with
 :func:`register_or_resume` — a source is known by the SHA-256 of its bytes, so the same
 content is never stored twice and a source cut short resumes clip by clip — and write each
 clip with :func:`write_clip` (or :func:`write_clips` for a batch):

@@ -8,7 +8,7 @@ import pytest
 
 from edge.answer import ask
 from edge.config import frames_dir
-from edge.ingest import IngestOptions, ingest_paths
+from edge.ingest.run import IngestOptions, ingest_paths
 from edge.store import INDEX_TYPES
 from edge.timeline import parse_moment
 from tests.conftest import FOOTAGE, shared

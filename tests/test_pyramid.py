@@ -416,7 +416,7 @@ def test_cli_ingest_captions_builds_a_pyramid_and_stats_shows_it(tmp_path):
 @pytest.mark.slow
 def test_footage_ingest_builds_the_pyramid_with_keyframes(hub, tmp_path):
     from edge.config import frames_dir
-    from edge.ingest import IngestOptions, ingest_paths
+    from edge.ingest.run import IngestOptions, ingest_paths
     from tests.conftest import FOOTAGE
 
     with Memory(tmp_path / "m.db") as memory:

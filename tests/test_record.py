@@ -540,7 +540,7 @@ def test_silent_source_is_warned_about_in_the_log_and_status(tmp_path, hub, reco
 
 @pytest.mark.slow
 def test_recorded_memory_has_the_pyramid_edge_ingest_builds(tmp_path, hub):
-    from edge.ingest import ingest_paths
+    from edge.ingest.run import ingest_paths
     from edge.pyramid import Pyramid, PyramidOptions
 
     src = shared(FOOTAGE / SHORT)

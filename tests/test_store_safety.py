@@ -9,7 +9,7 @@ import apsw
 import pytest
 
 from edge.config import frames_dir
-from edge.ingest import ingest_paths
+from edge.ingest.run import ingest_paths
 from edge.stages import StageClock, stage_report
 from edge.store import MIGRATIONS, Memory, StoreError, apply_migrations, connect
 from tests.conftest import FOOTAGE, shared

@@ -487,7 +487,7 @@ def test_memory_status_counts_the_clips_of_a_synthetic_memory(tmp_path, hub):
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Image.Image.getdata:DeprecationWarning")  # textual-image
 def test_a_clip_from_video_shows_its_keyframe(tmp_path, hub):
-    from edge.ingest import ingest_paths
+    from edge.ingest.run import ingest_paths
 
     path = tmp_path / "memory.db"
     with Memory(path) as memory:

@@ -97,7 +97,7 @@ def speed_plan(*, footage: tuple[Path, ...] = (), captions: Path | None = None,
     easy set's file, ``out`` = ``bench_speed.json`` in :func:`results_dir`. ``settings``: the
     other :class:`SpeedPlan` fields. Raises :class:`BenchError` for a missing file that a
     chosen part needs."""
-    from edge.ingest import find_media
+    from edge.ingest.run import find_media
 
     parts = settings.get("parts", PARTS)
     files = tuple(find_media(list(footage) or [shared_data() / "footage"]))

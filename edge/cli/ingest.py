@@ -101,7 +101,7 @@ def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float
                                    "with it (not a folder or several files)")
     if audio_offset and audio is None:
         raise click.ClickException("--audio-offset only applies together with --audio FILE")
-    from edge.ingest import MEDIA_SUFFIXES, find_media
+    from edge.ingest.run import MEDIA_SUFFIXES, find_media
 
     if not find_media(paths):  # only folders were given, and they hold no media file
         raise click.ClickException(
@@ -131,7 +131,7 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
            audio_offset: float, as_json: bool, pyramid: bool, links: bool,
            max_candidates: int, global_every: int, later: bool) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
-    from edge.ingest import IngestOptions, ingest_paths
+    from edge.ingest.run import IngestOptions, ingest_paths
     from edge.memory_writer import Deferred
     from edge.timeline import parse_moment
 

@@ -2,7 +2,7 @@
 
 Three threads share one process: the capture thread cuts the source into 30 s clip files in
 the spool, the ingestion worker turns each finished clip into memory through the normal
-ingest path (:func:`edge.ingest.ingest_paths`), and the main thread applies the storage
+ingest path (:func:`edge.ingest.run.ingest_paths`), and the main thread applies the storage
 policy, writes the status file and waits for SIGTERM/SIGINT. Capture never waits for a
 model: the finished clips in the spool *are* the queue, so a slow model delays memory but
 never drops footage. The queue is bounded by ``max_pending``: a file or folder source pauses

@@ -189,7 +189,7 @@ class Capture:
         """Poll a folder; cut each file that stopped changing into clips, once. Progress per
         file is kept in ``watched.json`` in the spool, so a restart resumes a file where its
         last finished clip ended."""
-        from edge.ingest import find_media
+        from edge.ingest.run import find_media
 
         rec = self.rec
         folder = Path(rec.source.target)

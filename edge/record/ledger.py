@@ -19,7 +19,7 @@ FILE_KEY_PREFIX = "sha256:"
 def file_key(path: Path) -> str:
     """The ledger key of a file source: ``sha256:`` and the hex SHA-256 of its bytes (read
     in blocks; about 1 s per GB). Raises :class:`OSError` when the file cannot be read."""
-    from edge.ingest import file_sha256
+    from edge.ingest.run import file_sha256
 
     return FILE_KEY_PREFIX + file_sha256(Path(path))
 

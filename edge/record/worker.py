@@ -1,5 +1,5 @@
 """The ingestion worker: a thread that turns each finished clip in the spool into memory
-through the normal ingest path (:func:`edge.ingest.ingest_paths`), oldest first.
+through the normal ingest path (:func:`edge.ingest.run.ingest_paths`), oldest first.
 
 The finished clips in the spool that are not yet in memory *are* the queue: nothing is held
 in RAM, so a restart finds the same queue on disk. The queue is bounded by ``max_pending``:
@@ -222,7 +222,7 @@ class IngestWorker:
     def _ingest(self, memory, hub, clip: Path) -> _Ingested:
         """Ingest one clip; a clip that cannot be read is not ``ok``. Model errors are
         raised."""
-        from edge.ingest import IngestOptions, ingest_paths
+        from edge.ingest.run import IngestOptions, ingest_paths
         from edge.media import MediaError, probe
         from edge.memory_writer import Deferred
 
