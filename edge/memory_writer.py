@@ -64,7 +64,7 @@ class NewSource:
     (:mod:`edge.timeline`); ``start_from`` where ``t_start`` (timeline seconds) came from;
     ``duration`` in seconds; ``n_clips`` the clips expected; ``info`` free-form JSON;
     ``placed_after``: the path of the source a start without metadata was moved after
-    (:class:`edge.ingest_source.StartClock`), kept in ``info`` too."""
+    (:class:`edge.ingest.source.StartClock`), kept in ``info`` too."""
 
     path: str
     kind: str

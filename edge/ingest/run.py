@@ -1,6 +1,6 @@
 """Ingestion: media files → clips → caption, transcript, keyframes, MERIT keys, vectors.
 
-Per source (:mod:`edge.ingest_source`): hash the file (re-ingesting the same bytes adds
+Per source (:mod:`edge.ingest.source`): hash the file (re-ingesting the same bytes adds
 nothing), probe it, transcribe its audio once (or a separate ``--audio`` file placed on the
 video's timeline; :mod:`edge.perception`), decode its video once, and write each clip —
 caption, transcript, keyframe paths, the four keys and their vectors — in one transaction
@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from edge.errors import MODEL_ERRORS
-from edge.ingest_source import IngestOptions, IngestRun, StartClock, ingest_source
+from edge.ingest.source import IngestOptions, IngestRun, StartClock, ingest_source
 from edge.media import MediaError, MediaInfo, check_audio_alignment, probe, shown
 from edge.memory_writer import SourceResult, file_sha256
 from edge.stages import StageClock, stage_report
