@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
+from edge.ingest.media import shown
 from edge.keys import ClipKeys
-from edge.media import shown
 from edge.memory_writer import (
     Deferred,
     NewClip,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from edge.media import ClipSpan, MediaInfo, check_audio_alignment, load_audio, shown
+from edge.ingest.media import ClipSpan, MediaInfo, check_audio_alignment, load_audio, shown
 from edge.stages import StageClock
 from edge.store import StoreError
 from models.transcriber import TranscriptSegment

@@ -2,7 +2,7 @@
 
 import pytest
 
-from edge.media import MediaError, clip_bounds, iter_clips, load_audio, probe
+from edge.ingest.media import MediaError, clip_bounds, iter_clips, load_audio, probe
 from tests.conftest import FOOTAGE, shared
 
 # file -> (has_audio, number of 30 s clips)

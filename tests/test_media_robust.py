@@ -11,7 +11,7 @@ import av
 import numpy as np
 import pytest
 
-from edge.media import (
+from edge.ingest.media import (
     MediaError,
     check_audio_alignment,
     iter_clips,

@@ -5,7 +5,7 @@ The Haar cascade on all 30 frames of a 30 s clip was over half of the caption st
 shared footage, the real cascade (counted through a spy that calls it) and the real OCR.
 """
 
-from edge.media import iter_clips, probe
+from edge.ingest.media import iter_clips, probe
 from models.captioner import PerceptionCaptioner
 from models.vision import FaceCounter
 from tests.conftest import FOOTAGE, shared

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from edge.cli import main
 from edge.config import models_dir
-from edge.media import iter_clips, probe
+from edge.ingest.media import iter_clips, probe
 from edge.record import (
     ClipFile,
     Recorder,

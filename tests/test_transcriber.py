@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from edge.media import load_audio
+from edge.ingest.media import load_audio
 from models.transcriber import TranscriptSegment, collapse_loops, suppress_repeats
 from tests.conftest import SHARED, shared
 

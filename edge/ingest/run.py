@@ -19,8 +19,8 @@ from pathlib import Path
 import apsw
 
 from edge.errors import MODEL_ERRORS
+from edge.ingest.media import MediaError, MediaInfo, check_audio_alignment, probe, shown
 from edge.ingest.source import IngestOptions, IngestRun, StartClock, ingest_source
-from edge.media import MediaError, MediaInfo, check_audio_alignment, probe, shown
 from edge.memory_writer import SourceResult, file_sha256
 from edge.stages import StageClock, stage_report
 from edge.store import Memory, StoreError, write_error

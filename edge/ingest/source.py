@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.config import frames_dir
-from edge.media import MediaInfo, clip_bounds, iter_clips, shown
+from edge.ingest.media import MediaInfo, clip_bounds, iter_clips, shown
 from edge.memory_writer import (
     Deferred,
     NewClip,

@@ -3,7 +3,7 @@ status``) when the source's audio stays below :data:`SILENCE_DBFS` for ``--silen
 
 A muted, unplugged or broken microphone leaves memory without speech, which is easy to miss
 in an unattended recording; a source without an audio track is shown as such, not warned
-about. The level is measured on the clip as ASR hears it (16 kHz mono, :func:`edge.media.
+about. The level is measured on the clip as ASR hears it (16 kHz mono, :func:`edge.ingest.media.
 load_audio`), in the capture thread, once per clip (a few milliseconds per 30 s).
 """
 
@@ -30,7 +30,7 @@ def audio_level(path: Path) -> float | None:
     audio cannot be decoded."""
     import numpy as np
 
-    from edge.media import load_audio
+    from edge.ingest.media import load_audio
 
     samples = load_audio(path)
     if samples is None or samples.size == 0:

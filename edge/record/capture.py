@@ -291,7 +291,7 @@ class Capture:
         run stopped. False when the recorder was stopped before the file's end."""
         import av
 
-        from edge.media import MediaError, probe
+        from edge.ingest.media import MediaError, probe
 
         rec = self.rec
         try:

@@ -58,7 +58,7 @@ class WatchLedger:
     def repaired(self, key: str, clip: Path | None) -> None:
         """The half-written clip of a file source that is not recorded now was repaired
         into ``clip`` (``None``: discarded): the file resumes after the repaired footage."""
-        from edge.media import probe
+        from edge.ingest.media import probe
         from edge.record.spool import clip_start
 
         entry = dict(self.entries[key], part=None)

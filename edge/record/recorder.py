@@ -267,6 +267,6 @@ class Recorder:
 
 def _stored_path(path: Path) -> str:
     """A clip's path as the memory stores it for its source (to match finished clips)."""
-    from edge.media import shown
+    from edge.ingest.media import shown
 
     return shown(path.resolve())

@@ -222,8 +222,8 @@ class IngestWorker:
     def _ingest(self, memory, hub, clip: Path) -> _Ingested:
         """Ingest one clip; a clip that cannot be read is not ``ok``. Model errors are
         raised."""
+        from edge.ingest.media import MediaError, probe
         from edge.ingest.run import IngestOptions, ingest_paths
-        from edge.media import MediaError, probe
         from edge.memory_writer import Deferred
 
         try:
