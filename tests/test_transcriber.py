@@ -23,7 +23,7 @@ def test_collapse_loops_cuts_a_looping_phrase_to_one():
 
 
 def test_a_clip_transcript_labels_speech_in_another_language():
-    from edge.perception import transcript_for
+    from edge.ingest.perception import transcript_for
 
     segs = [TranscriptSegment(0.0, 2.0, "Good morning.", "en", 0.9),
             TranscriptSegment(2.0, 4.0, "Guten Morgen.", "de", 0.8),

@@ -2,7 +2,7 @@
 
 Per source (:mod:`edge.ingest.source`): hash the file (re-ingesting the same bytes adds
 nothing), probe it, transcribe its audio once (or a separate ``--audio`` file placed on the
-video's timeline; :mod:`edge.perception`), decode its video once, and write each clip —
+video's timeline; :mod:`edge.ingest.perception`), decode its video once, and write each clip —
 caption, transcript, keyframe paths, the four keys and their vectors — in one transaction
 (:mod:`edge.memory_writer`). A source whose ingest was cut short is resumed clip by clip. A
 broken file is reported and skipped; it never stops a folder. Wall time is measured per

@@ -13,6 +13,7 @@ from typing import Any
 
 from edge.config import frames_dir
 from edge.ingest.media import MediaInfo, clip_bounds, iter_clips, shown
+from edge.ingest.perception import save_keyframes, transcribe_source, transcript_for
 from edge.memory_writer import (
     Deferred,
     NewClip,
@@ -24,7 +25,6 @@ from edge.memory_writer import (
     write_clip,
     write_realtime,
 )
-from edge.perception import save_keyframes, transcribe_source, transcript_for
 from edge.pyramid import Pyramid
 from edge.stages import StageClock
 from edge.store import Memory
