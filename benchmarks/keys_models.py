@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from edge.captions import read_caption_file  # noqa: E402
 from edge.config import models_dir  # noqa: E402
+from edge.ingest.captions import read_caption_file  # noqa: E402
 from edge.keys import extract_keys  # noqa: E402
 from edge.pyramid import extract_clip_memory  # noqa: E402
 from edge.store import KEY_TYPES  # noqa: E402

@@ -9,8 +9,8 @@ loop) and :data:`USER_ERRORS` (what to show as one line). Nothing here imports T
 """
 
 from edge.answer import Answer, AskError, AskOptions, Moment, ask
-from edge.captions import ingest_caption_file
 from edge.errors import USER_ERRORS, EdgeError
+from edge.ingest.captions import ingest_caption_file
 from edge.ingest.run import IngestOptions, IngestReport, ingest_paths
 from edge.memory_writer import write_clip
 from edge.retrieval import ScoredClip, max_sim_retrieve

@@ -1,6 +1,6 @@
 """The memory writer: the one path by which sources and clips enter a memory.
 
-Video ingest (:mod:`edge.ingest.run`), caption ingest (:mod:`edge.captions`) and the recorder
+Video ingest (:mod:`edge.ingest.run`), caption ingest (:mod:`edge.ingest.captions`) and the recorder
 (through :func:`edge.ingest.run.ingest_paths`) all register their source with
 :func:`register_or_resume` — a source is known by the SHA-256 of its bytes, so the same
 content is never stored twice and a source cut short resumes clip by clip — and write each

@@ -13,9 +13,9 @@ from edge.bench import load_questions, plan, run_qa, select
 from edge.bench.levers import build_options, parse_sets
 from edge.bench.qa import caption_index, ensure_memory, part_of, unscored_reason
 from edge.bench.questions import NAMED_SETS, resolve_set
-from edge.captions import ingest_caption_file
 from edge.cli import main
 from edge.errors import BenchError
+from edge.ingest.captions import ingest_caption_file
 from edge.store import Memory
 from tests.conftest import EGOLIFE_DAY1, ROOT, SHARED, shared
 

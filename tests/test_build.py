@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from edge.buildlock import build_lock, lock_path
-from edge.captions import ingest_caption_file
 from edge.config import models_dir
+from edge.ingest.captions import ingest_caption_file
 from edge.memory_writer import Deferred
 from edge.store import (
     INDEX_TYPES,

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from edge.answer import ask
-from edge.captions import CaptionFileError, ingest_caption_file, read_caption_file
+from edge.ingest.captions import CaptionFileError, ingest_caption_file, read_caption_file
 from edge.memory_writer import NewSource, register_or_resume
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, shared

@@ -91,7 +91,7 @@ def test_the_distiller_picks_sentences_with_minilm_and_retrieval_stays_gemma(tmp
 
     hub = ModelHub(load_manifest().profile("small"), models_dir())
     try:
-        from edge.captions import ingest_caption_file
+        from edge.ingest.captions import ingest_caption_file
 
         records = [{"date": "DAY1", "start_time": f"10{i * 30 // 60:02d}{i * 30 % 60:02d}00",
                     "end_time": f"10{(i * 30 + 30) // 60:02d}{(i * 30 + 30) % 60:02d}00",

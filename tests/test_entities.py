@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from edge.captions import read_caption_file
 from edge.entities import (
     clips_with,
     entity_retrieve,
@@ -20,6 +19,7 @@ from edge.entities import (
     question_entities,
 )
 from edge.entity_extract import extract_entities
+from edge.ingest.captions import read_caption_file
 from edge.store import INDEX_TYPES, MIGRATIONS, Memory, apply_migrations, connect
 from edge.timeline import day_of
 from tests.conftest import EGOLIFE_DAY1, shared

@@ -11,7 +11,7 @@ import pytest
 from edge.answer.hints import question_hints
 from edge.answer.options import AskOptions
 from edge.answer.scope import resolve_scope
-from edge.captions import ingest_caption_file
+from edge.ingest.captions import ingest_caption_file
 from edge.store import Memory
 
 SCENES = [  # DAY1 from 10:00, one 30 s clip each

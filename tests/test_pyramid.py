@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from edge.captions import ingest_caption_file, read_caption_file
+from edge.ingest.captions import ingest_caption_file, read_caption_file
 from edge.keys import ClipKeys, extractive_keys, split_sentences
 from edge.pyramid import (
     ROLE_CLIP,

@@ -569,7 +569,7 @@ def test_a_clip_coming_in_cancels_the_slack_build_so_the_real_time_tier_never_wa
     """The worker builds the LLM tier only in slack: a clip published while a memory-LLM call
     runs cancels it (that clip stays queued, nothing of it is written) so the real-time tier
     ingests the new clip at once — the real-time backlog stays at one clip."""
-    from edge.captions import ingest_caption_file
+    from edge.ingest.captions import ingest_caption_file
     from edge.memory_writer import Deferred
     from edge.pyramid import PyramidOptions
 

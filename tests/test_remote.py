@@ -365,7 +365,7 @@ def test_edge_ask_with_a_remote_solver_runs_the_merit_loop(server, clean_env, tm
     """`edge ask` end to end with the solver on the server: filtering, sufficiency and the
     final answer are remote calls, counted with the server's token counts; retrieval and
     the embedder stay local."""
-    from edge.captions import ingest_caption_file
+    from edge.ingest.captions import ingest_caption_file
     from edge.store import Memory
     from tests.conftest import EGOLIFE_DAY1, shared
 

@@ -316,7 +316,7 @@ def test_a_memory_that_refuses_writes_still_gets_its_report(tmp_path, run):
 @pytest.mark.slow
 def test_qa_evidence_answers_sub_questions_of_the_topic_tied_to_the_clips_they_cite(memory,
                                                                                      hub):
-    from edge.captions import ingest_caption_file
+    from edge.ingest.captions import ingest_caption_file
     from edge.report.evidence import qa_evidence
 
     ingest_caption_file(memory, hub, shared(EGOLIFE_DAY1), limit=12)

@@ -12,7 +12,7 @@ import pytest
 from edge.answer import AskError, AskOptions, ask
 from edge.answer.scope import resolve_scope
 from edge.answer.search import embed_queries, first_round, round_anchors, round_queries
-from edge.captions import ingest_caption_file
+from edge.ingest.captions import ingest_caption_file
 from edge.store import Memory
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, ROOT, shared

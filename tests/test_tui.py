@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.captions import ingest_caption_file
+from edge.ingest.captions import ingest_caption_file
 from edge.store import Memory
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, FOOTAGE, ROOT, shared

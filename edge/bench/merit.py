@@ -9,7 +9,7 @@ records (in clip order, or each with its index) or an object keyed by clip index
 ``object``/``summary`` (``summary_key`` too), at the top or under ``keys``, an optional
 index (``clip_idx``, ``clip_id``, ``idx``, ``index``) and optional ``start``/``end``
 seconds (numbers or ``MM:SS``). :func:`read_merit_file` turns it into the
-:class:`~edge.captions.CaptionRecord` list ``edge ingest-captions`` stores;
+:class:`~edge.ingest.captions.CaptionRecord` list ``edge ingest-captions`` stores;
 :func:`ingest_merit_file` stores it, with the file's keys (no memory-LLM call).
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from edge.captions import CaptionRecord, ingest_caption_file
 from edge.errors import CaptionFileError
+from edge.ingest.captions import CaptionRecord, ingest_caption_file
 from edge.memory_writer import SourceResult
 from edge.store import Memory
 
@@ -120,7 +120,7 @@ def read_merit_file(path: Path, start: float = 0.0) -> list[CaptionRecord]:
 def ingest_merit_file(memory: Memory, hub, path: Path, start: float = 0.0,
                       **kwargs) -> SourceResult:
     """Store a MERIT caption/key file's clips in ``memory`` with their keys, the first at
-    ``start`` (:func:`edge.captions.ingest_caption_file` on :func:`read_merit_file`'s
+    ``start`` (:func:`edge.ingest.captions.ingest_caption_file` on :func:`read_merit_file`'s
     records: nothing is stored twice, an interrupted run resumes; ``kwargs`` go to it).
     Raises :class:`CaptionFileError` for a malformed file and what that function raises."""
     return ingest_caption_file(memory, hub, Path(path),

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from edge.answer.options import AskOptions
 from edge.answer.search import first_round
-from edge.captions import ingest_caption_file, read_caption_file
 from edge.embedding import memory_embedder
+from edge.ingest.captions import ingest_caption_file, read_caption_file
 from edge.store import Memory
 from edge.timeline import day_clock, egolife_time
 

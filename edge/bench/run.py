@@ -167,7 +167,7 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
     Raises :class:`BenchError` (bad question file, nothing selected), ``CaptionFileError``
     and the store's and models' setup errors.
     """
-    from edge.captions import read_caption_file
+    from edge.ingest.captions import read_caption_file
 
     if p.workers > 1 and "solver" not in hub.remote_roles():
         raise BenchError(f"--workers {p.workers} needs a remote solver (an OpenAI-compatible "

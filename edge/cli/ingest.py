@@ -177,7 +177,7 @@ def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | N
                     as_json: bool, pyramid: bool, links: bool, max_candidates: int,
                     global_every: int, later: bool) -> None:
     """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
-    from edge.captions import ingest_caption_file, read_caption_file
+    from edge.ingest.captions import ingest_caption_file, read_caption_file
     from edge.memory_writer import Deferred
 
     records = read_caption_file(file)  # a bad file fails here, before a memory is created
