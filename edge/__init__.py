@@ -3,7 +3,7 @@
 media → perception → memory → recall → answer. The public API used by the CLI and the TUI:
 :class:`Memory` (the store), :func:`ingest_paths` / :func:`ingest_caption_file` (memory
 construction, both through the memory writer: :func:`write_clip`, or
-:func:`edge.memory_writer.write_clips` for caption batches without a pyramid),
+:func:`edge.ingest.memory_writer.write_clips` for caption batches without a pyramid),
 :func:`max_sim_retrieve` (MERIT retrieval), :func:`ask` with :class:`AskOptions` (the answer
 loop) and :data:`USER_ERRORS` (what to show as one line). Nothing here imports Textual.
 """
@@ -11,8 +11,8 @@ loop) and :data:`USER_ERRORS` (what to show as one line). Nothing here imports T
 from edge.answer import Answer, AskError, AskOptions, Moment, ask
 from edge.errors import USER_ERRORS, EdgeError
 from edge.ingest.captions import ingest_caption_file
+from edge.ingest.memory_writer import write_clip
 from edge.ingest.run import IngestOptions, IngestReport, ingest_paths
-from edge.memory_writer import write_clip
 from edge.retrieval import ScoredClip, max_sim_retrieve
 from edge.store import KEY_TYPES, Clip, Memory, StoreError
 

@@ -1,6 +1,6 @@
 """The deferred LLM tier (issue 13): consume a memory's ``build_queue`` in clip order.
 
-The real-time tier (:func:`edge.memory_writer.write_realtime`) stores each clip as it
+The real-time tier (:func:`edge.ingest.memory_writer.write_realtime`) stores each clip as it
 arrives — caption, transcript, caption vector, FTS, entities by rules, keys a caption file
 gives — and queues what needs the memory LLM. Here, per queued clip, in timeline order:
 

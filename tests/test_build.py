@@ -19,7 +19,7 @@ import pytest
 from edge.buildlock import build_lock, lock_path
 from edge.config import models_dir
 from edge.ingest.captions import ingest_caption_file
-from edge.memory_writer import Deferred
+from edge.ingest.memory_writer import Deferred
 from edge.store import (
     INDEX_TYPES,
     KEY_TYPES,

@@ -6,7 +6,7 @@ import pytest
 
 from edge.answer import ask
 from edge.ingest.captions import CaptionFileError, ingest_caption_file, read_caption_file
-from edge.memory_writer import NewSource, register_or_resume
+from edge.ingest.memory_writer import NewSource, register_or_resume
 from edge.timeline import parse_moment
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips

@@ -179,7 +179,7 @@ def test_the_readme_names_a_broken_file_with_the_word_ingest_prints():
     from types import SimpleNamespace
 
     from edge.cli import render
-    from edge.memory_writer import SourceResult
+    from edge.ingest.memory_writer import SourceResult
 
     report = SimpleNamespace(
         results=[SourceResult("broken.mp4", "failed", message="empty file")], media_seconds=0,

@@ -570,7 +570,7 @@ def test_a_clip_coming_in_cancels_the_slack_build_so_the_real_time_tier_never_wa
     runs cancels it (that clip stays queued, nothing of it is written) so the real-time tier
     ingests the new clip at once — the real-time backlog stays at one clip."""
     from edge.ingest.captions import ingest_caption_file
-    from edge.memory_writer import Deferred
+    from edge.ingest.memory_writer import Deferred
     from edge.pyramid import PyramidOptions
 
     mem = tmp_path / "m.db"

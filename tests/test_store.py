@@ -294,7 +294,7 @@ def test_two_ingests_registering_one_file_at_once_get_one_source(tmp_path):
     (resume it), not fail on the unique hash or add a second source."""
     import threading
 
-    from edge.memory_writer import NewSource, register_or_resume
+    from edge.ingest.memory_writer import NewSource, register_or_resume
 
     def describe() -> NewSource:
         return NewSource(path="clip.mp4", kind="video", clock="wall", start_from="mtime",

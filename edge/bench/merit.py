@@ -20,7 +20,7 @@ from pathlib import Path
 
 from edge.errors import CaptionFileError
 from edge.ingest.captions import CaptionRecord, ingest_caption_file
-from edge.memory_writer import SourceResult
+from edge.ingest.memory_writer import SourceResult
 from edge.store import Memory
 
 from .items import CLIP_SECONDS, parse_clock

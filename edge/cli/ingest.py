@@ -131,8 +131,8 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
            audio_offset: float, as_json: bool, pyramid: bool, links: bool,
            max_candidates: int, global_every: int, later: bool) -> None:
     """Turn videos (files or folders) into episodic memory: 30 s clips, captions, keys."""
+    from edge.ingest.memory_writer import Deferred
     from edge.ingest.run import IngestOptions, ingest_paths
-    from edge.memory_writer import Deferred
     from edge.timeline import parse_moment
 
     options = IngestOptions(start=parse_moment(start) if start else None, audio=audio,
@@ -178,7 +178,7 @@ def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | N
                     global_every: int, later: bool) -> None:
     """Build memory from a caption file (EgoLife/MERIT JSON: captions given, no video)."""
     from edge.ingest.captions import ingest_caption_file, read_caption_file
-    from edge.memory_writer import Deferred
+    from edge.ingest.memory_writer import Deferred
 
     records = read_caption_file(file)  # a bad file fails here, before a memory is created
     t0 = time.perf_counter()

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
 from edge.ingest.media import shown
-from edge.keys import ClipKeys
-from edge.memory_writer import (
+from edge.ingest.memory_writer import (
     Deferred,
     NewClip,
     NewSource,
@@ -28,6 +27,7 @@ from edge.memory_writer import (
     write_clips,
     write_clips_realtime,
 )
+from edge.keys import ClipKeys
 from edge.pyramid import Pyramid
 from edge.store import Memory
 from edge.timeline import day_clock, egolife_time

@@ -4,7 +4,7 @@ Per source (:mod:`edge.ingest.source`): hash the file (re-ingesting the same byt
 nothing), probe it, transcribe its audio once (or a separate ``--audio`` file placed on the
 video's timeline; :mod:`edge.ingest.perception`), decode its video once, and write each clip —
 caption, transcript, keyframe paths, the four keys and their vectors — in one transaction
-(:mod:`edge.memory_writer`). A source whose ingest was cut short is resumed clip by clip. A
+(:mod:`edge.ingest.memory_writer`). A source whose ingest was cut short is resumed clip by clip. A
 broken file is reported and skipped; it never stops a folder. Wall time is measured per
 stage (:mod:`edge.stages`) and stored as a ``runs`` row for cost accounting.
 """
@@ -20,8 +20,8 @@ import apsw
 
 from edge.errors import MODEL_ERRORS
 from edge.ingest.media import MediaError, MediaInfo, check_audio_alignment, probe, shown
+from edge.ingest.memory_writer import SourceResult, file_sha256
 from edge.ingest.source import IngestOptions, IngestRun, StartClock, ingest_source
-from edge.memory_writer import SourceResult, file_sha256
 from edge.stages import StageClock, stage_report
 from edge.store import Memory, StoreError, write_error
 from edge.timeline import start_note
@@ -126,7 +126,7 @@ def ingest_paths(
     (also when the run stops early), its id in :attr:`IngestReport.run_id`. With ``pyramid``
     (an :class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and
     links, and the global nodes are finalized at the end (charged to ``memory_llm``).
-    With ``deferred`` (:class:`edge.memory_writer.Deferred`) only the real-time tier runs:
+    With ``deferred`` (:class:`edge.ingest.memory_writer.Deferred`) only the real-time tier runs:
     no memory-LLM call, the LLM work is queued for :mod:`edge.build` (``pyramid`` unused).
     """
     options = options or IngestOptions()

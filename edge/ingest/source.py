@@ -13,8 +13,7 @@ from typing import Any
 
 from edge.config import frames_dir
 from edge.ingest.media import MediaInfo, clip_bounds, iter_clips, shown
-from edge.ingest.perception import save_keyframes, transcribe_source, transcript_for
-from edge.memory_writer import (
+from edge.ingest.memory_writer import (
     Deferred,
     NewClip,
     NewSource,
@@ -25,6 +24,7 @@ from edge.memory_writer import (
     write_clip,
     write_realtime,
 )
+from edge.ingest.perception import save_keyframes, transcribe_source, transcript_for
 from edge.pyramid import Pyramid
 from edge.stages import StageClock
 from edge.store import Memory
@@ -81,7 +81,7 @@ class StartClock:
 class IngestRun:
     """What the sources of one ingest run share. ``audio_info``: the probed ``--audio``
     file; ``media_seconds``: footage seconds in the clips added so far. ``deferred``: the
-    real-time tier only (the LLM work queued, :func:`edge.memory_writer.write_realtime`)."""
+    real-time tier only (the LLM work queued, :func:`edge.ingest.memory_writer.write_realtime`)."""
 
     memory: Memory
     hub: Any  # models.ModelHub
@@ -164,7 +164,7 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
                   kf_dir: Path) -> None:
     """Decode the source once; caption each clip not yet stored — also not by another
     process ingesting the same file now — and write it (with its keyframes in ``kf_dir``)
-    through :func:`edge.memory_writer.write_clip`. Only clips this call stored count."""
+    through :func:`edge.ingest.memory_writer.write_clip`. Only clips this call stored count."""
     o, stages, name = run.options, run.stages, shown(info.path.name)
     with stages.stage("load"):  # load the models now, not inside the first clip's stages
         captioner, _ = run.hub.captioner, run.hub.embedder

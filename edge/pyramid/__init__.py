@@ -4,7 +4,7 @@ Per clip, ONE memory-LLM call (role ``memory_llm``, :mod:`edge.pyramid.clip_memo
 validated against a JSON schema: the four MERIT keys (MERIT Eq. 5; left out of the schema
 when the caption file provides keys), the clip's **fact nodes** (fine-grained events in the
 order they happen) and its **clip node** (summary + scene). The memory writer
-(:func:`edge.memory_writer.write_clip`) embeds them and writes the clip, keys, fact nodes,
+(:func:`edge.ingest.memory_writer.write_clip`) embeds them and writes the clip, keys, fact nodes,
 clip node, hierarchical fact→clip links, key and fact vectors and FTS rows in one
 transaction (:meth:`edge.store.Memory.add_clip`).
 

@@ -23,7 +23,7 @@ class Pyramid:
     """Builds the pyramid into ``memory`` with ``hub``'s memory LLM.
 
     One instance per ingest run, handed to the memory writer
-    (:func:`edge.memory_writer.write_clip`), which stores each clip with its fact nodes and
+    (:func:`edge.ingest.memory_writer.write_clip`), which stores each clip with its fact nodes and
     clip node and then calls :meth:`after_store`; the run ends with :meth:`finalize`. Counts
     what it did in :attr:`counts`. Every model call is recorded by the hub's usage meter
     under the roles ``memory_llm`` (per-clip call), ``memory_llm.links`` and

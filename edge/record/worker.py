@@ -7,7 +7,7 @@ a source that can wait (a file, a watched folder) pauses at the bound (back-pres
 :meth:`IngestWorker.wait_for_room`); a live source cannot pause and keeps recording.
 
 Two tiers (issue 13): each clip gets the real-time tier at once (caption, transcript, caption
-vector, FTS; :func:`edge.memory_writer.write_realtime`) and its LLM work — the keys, and with
+vector, FTS; :func:`edge.ingest.memory_writer.write_realtime`) and its LLM work — the keys, and with
 ``RecordOptions.pyramid`` the PyraVid facts, clip node, links and global updates — is queued
 in the memory and built one clip at a time (:class:`edge.build.Builder`) whenever no clip is
 waiting in the spool, so a slow memory LLM never holds back the real-time tier. The global
@@ -223,8 +223,8 @@ class IngestWorker:
         """Ingest one clip; a clip that cannot be read is not ``ok``. Model errors are
         raised."""
         from edge.ingest.media import MediaError, probe
+        from edge.ingest.memory_writer import Deferred
         from edge.ingest.run import IngestOptions, ingest_paths
-        from edge.memory_writer import Deferred
 
         try:
             info = probe(clip)

@@ -55,7 +55,7 @@ class ClipStore:
     def registering(self):
         """A write transaction (BEGIN IMMEDIATE) to look a source up and add it as one step:
         a second process registering the same content waits, then finds this one's row
-        (:func:`edge.memory_writer.register_or_resume`). Rolls back on any exception."""
+        (:func:`edge.ingest.memory_writer.register_or_resume`). Rolls back on any exception."""
         return self._write()
 
     def add_source(self, *, path: str, sha256: str, kind: str, clock: str, start_from: str,
