@@ -253,7 +253,7 @@ def _snapshot(m: Memory) -> dict:
 
 @pytest.mark.slow
 def test_build_drains_the_queue_into_what_synchronous_ingest_stores(tmp_path, hub):
-    from edge.build import build
+    from edge.build.run import build
     from edge.pyramid import Pyramid, PyramidOptions
 
     src = _caption_file(tmp_path / "caps.json", CAPTIONS[:2])

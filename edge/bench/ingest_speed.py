@@ -8,7 +8,7 @@ two tiers):
 - the *real-time tier* (``ingest_paths(..., deferred=...)``): decode, ASR, caption, embed,
   store — per stage the seconds and RTF (stage seconds / footage seconds; below 1 keeps up
   with real time on this device);
-- the *LLM tier* (:func:`edge.build.build`): MERIT keys and, with ``pyramid``, the PyraVid
+- the *LLM tier* (:func:`edge.build.run.build`): MERIT keys and, with ``pyramid``, the PyraVid
   facts, clip node, links and global nodes — wall seconds, RTF, seconds per clip,
   memory-LLM calls and tokens.
 
@@ -147,7 +147,7 @@ def ingest_one(hub, path: Path, memory_path: Path, pyramid: bool, llm_tier: bool
     """Both tiers of one file (the real-time tier only without ``llm_tier``) into a fresh
     memory at ``memory_path``; the file's :func:`file_row` plus ``status`` and the private
     ``_stage_seconds``/``_rt_records``/``_build_records`` that :func:`total_row` consumes."""
-    from edge.build import BuildReport, build
+    from edge.build.run import BuildReport, build
     from edge.ingest.memory_writer import Deferred
     from edge.ingest.run import IngestOptions, ingest_paths
     from edge.pyramid import PyramidOptions

@@ -57,15 +57,15 @@ class StopAfterClip:
 def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
                   max_candidates: int = 6, global_every: int = 20,
                   limit: int | None = None, command: str = "build", reembed: bool = False):
-    """Run :func:`edge.build.build` on ``memory`` with a progress bar (clips, with tqdm's
+    """Run :func:`edge.build.run.build` on ``memory`` with a progress bar (clips, with tqdm's
     ETA) and Ctrl-C stopping after the current clip, holding the memory's build lock; the
     model calls are stored under ``command``. With ``reembed`` (``edge build``), first
     re-embed a memory whose vectors are another embedder's than the profile's
-    (:func:`edge.build.reembed`, its own progress bar in vectors; Ctrl-C stops after the
+    (:func:`edge.build.run.reembed`, its own progress bar in vectors; Ctrl-C stops after the
     batch in progress) and keep its report in the build report's ``reembed``. Returns the
-    :class:`edge.build.BuildReport`. Raises :class:`~edge.errors.BuildBusyError` when
+    :class:`edge.build.run.BuildReport`. Raises :class:`~edge.errors.BuildBusyError` when
     another process builds the memory."""
-    from edge.build import build
+    from edge.build.run import build
     from edge.buildlock import build_lock
     from edge.pyramid import PyramidOptions
     from models.cancel import cancel_scope
@@ -94,7 +94,7 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
         with build_lock(memory.path), stopper.active(), cancel_scope(stopper.cancel):
             again = reembed_vectors(memory, hub, stopper) if reembed else None
             if again is not None and again.interrupted:
-                from edge.build import BuildReport
+                from edge.build.run import BuildReport
 
                 return BuildReport(interrupted=True, remaining=memory.backlog()["clips"],
                                    reembed=again)
@@ -112,10 +112,10 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
 
 
 def reembed_vectors(memory, hub, stopper: StopAfterClip):
-    """:func:`edge.build.reembed` with a progress bar in vectors (tqdm's ETA) and the
+    """:func:`edge.build.run.reembed` with a progress bar in vectors (tqdm's ETA) and the
     stopper's first Ctrl-C ending it after the batch in progress; ``None`` when the
     memory's vectors are already the profile's embedder's."""
-    from edge.build import needs_reembed, reembed
+    from edge.build.run import needs_reembed, reembed
 
     if not needs_reembed(memory, hub):
         return None

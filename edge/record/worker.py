@@ -9,7 +9,7 @@ a source that can wait (a file, a watched folder) pauses at the bound (back-pres
 Two tiers (issue 13): each clip gets the real-time tier at once (caption, transcript, caption
 vector, FTS; :func:`edge.ingest.memory_writer.write_realtime`) and its LLM work — the keys, and with
 ``RecordOptions.pyramid`` the PyraVid facts, clip node, links and global updates — is queued
-in the memory and built one clip at a time (:class:`edge.build.Builder`) whenever no clip is
+in the memory and built one clip at a time (:class:`edge.build.run.Builder`) whenever no clip is
 waiting in the spool, so a slow memory LLM never holds back the real-time tier. The global
 nodes are updated every ``global_every`` clips as they are built and finalized when the
 recording ends with nothing left to build; the backlog drains after the stream ends.
@@ -70,7 +70,7 @@ class IngestWorker:
         self.ingesting: str | None = None
         self.failed = 0
         self.crashed = False
-        self.builder = None  # edge.build.Builder, made with the hub on the first build
+        self.builder = None  # edge.build.run.Builder, made with the hub on the first build
         self.build_after = 0.0  # monotonic seconds: no LLM-tier build before (models down)
 
     def pending(self) -> list[Path]:
@@ -139,13 +139,13 @@ class IngestWorker:
                 memory.close()
 
     def _build_next(self, memory, hub) -> bool:
-        """Build the first clip of the memory's LLM queue (:class:`edge.build.Builder`);
+        """Build the first clip of the memory's LLM queue (:class:`edge.build.run.Builder`);
         its model calls are recorded under ``record``. A clip published meanwhile (``wake``)
         cancels the build (that clip stays queued and is built in the next slack), so the
         real-time backlog stays at most one clip. False when nothing is queued, another
         process holds the memory's build lock (:mod:`edge.buildlock`) or the models cannot
         run now (logged; the clip stays queued)."""
-        from edge.build import Builder
+        from edge.build.run import Builder
         from edge.buildlock import build_lock
         from edge.errors import MODEL_ERRORS, BuildBusyError
         from edge.pyramid import PyramidOptions
@@ -183,7 +183,7 @@ class IngestWorker:
 
     def _finalize(self, memory, hub) -> None:
         """End of the recording: when nothing is left to build, integrate the built clips
-        into the global nodes (:meth:`edge.build.Builder.finish`); its model calls are
+        into the global nodes (:meth:`edge.build.run.Builder.finish`); its model calls are
         recorded under ``record``. Errors are logged, never raised (the clips are stored)."""
         if self.builder is None:
             return
