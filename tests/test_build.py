@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from edge.buildlock import build_lock, lock_path
+from edge.build.lock import build_lock, lock_path
 from edge.config import models_dir
 from edge.ingest.captions import ingest_caption_file
 from edge.ingest.memory_writer import Deferred

@@ -65,8 +65,8 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
     batch in progress) and keep its report in the build report's ``reembed``. Returns the
     :class:`edge.build.run.BuildReport`. Raises :class:`~edge.errors.BuildBusyError` when
     another process builds the memory."""
+    from edge.build.lock import build_lock
     from edge.build.run import build
-    from edge.buildlock import build_lock
     from edge.pyramid import PyramidOptions
     from models.cancel import cancel_scope
 

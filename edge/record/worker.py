@@ -143,10 +143,10 @@ class IngestWorker:
         its model calls are recorded under ``record``. A clip published meanwhile (``wake``)
         cancels the build (that clip stays queued and is built in the next slack), so the
         real-time backlog stays at most one clip. False when nothing is queued, another
-        process holds the memory's build lock (:mod:`edge.buildlock`) or the models cannot
+        process holds the memory's build lock (:mod:`edge.build.lock`) or the models cannot
         run now (logged; the clip stays queued)."""
+        from edge.build.lock import build_lock
         from edge.build.run import Builder
-        from edge.buildlock import build_lock
         from edge.errors import MODEL_ERRORS, BuildBusyError
         from edge.pyramid import PyramidOptions
         from models.cancel import GenerationCancelled, cancel_scope
@@ -187,7 +187,7 @@ class IngestWorker:
         recorded under ``record``. Errors are logged, never raised (the clips are stored)."""
         if self.builder is None:
             return
-        from edge.buildlock import build_lock
+        from edge.build.lock import build_lock
 
         mark = len(hub.usage.records)
         try:
