@@ -11,7 +11,7 @@ model):
   Eq. 6–7), the clips up to the question's time, a hit when one of the top ``k``
   lies within ±2 clips of a target clip (the bench's hit@Δ2);
 - **LLMs**: perplexity on a fixed text (EgoLife captions, scored by llama.cpp's logits)
-  and agreement with the reference on the key-extraction prompt (:func:`edge.keys.
+  and agreement with the reference on the key-extraction prompt (:func:`edge.build.keys.
   extract_keys` on real captions; word-F1 of each of the four keys, averaged).
 
 Every artifact runs in its own spawned process, so its peak RSS is its own (the parent's
@@ -221,12 +221,12 @@ def embedder_report(artifacts: list[Artifact], rs: RetrievalSet, *, threads: int
 
 def llm_keys_run(artifact: Artifact, captions: list[str], threads: int = 2) -> dict:
     """(In the child) load time, the four MERIT keys of each caption from the
-    key-extraction prompt (:func:`edge.keys.extract_keys`; ``origin`` says whether the
+    key-extraction prompt (:func:`edge.build.keys.extract_keys`; ``origin`` says whether the
     model's reply was usable), and prompt/generation tokens per second from llama.cpp's
     own counters over those calls."""
     import llama_cpp
 
-    from edge.keys import extract_keys
+    from edge.build.keys import extract_keys
     from models.llm import LlamaCppLLM
 
     t0 = time.perf_counter()

@@ -4,8 +4,8 @@ frame, the memory LLM with a JSON schema (and its marked fallback)."""
 import numpy as np
 import pytest
 
+from edge.build.keys import extract_keys, extractive_keys
 from edge.ingest.media import iter_clips, load_audio, probe
-from edge.keys import extract_keys, extractive_keys
 from models.llm import LLMOutputError
 from tests.conftest import EGOLIFE_DAY1, FOOTAGE, SHARED, shared
 

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from edge.build.keys import ClipKeys, extractive_keys, split_sentences
 from edge.ingest.captions import ingest_caption_file, read_caption_file
-from edge.keys import ClipKeys, extractive_keys, split_sentences
 from edge.pyramid import (
     ROLE_CLIP,
     ROLE_GLOBAL,

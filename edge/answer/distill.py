@@ -4,7 +4,7 @@ MERIT Eq. 9 neighbor filtering, done extractively: instead of asking an LLM whic
 of an anchor's neighborhood matter, every clip's text is split into sentences and the
 sentences that best match the question are kept under a token budget (no LLM call).
 
-1. **Sentences** (:func:`sentences`): :func:`edge.keys.split_sentences` with breaks after
+1. **Sentences** (:func:`sentences`): :func:`edge.build.keys.split_sentences` with breaks after
    closing quotes, then a speaker is kept with their quote: a piece that continues the
    previous one (starts in lower case: ``then says, “Oh, OK.”``), that attributes the
    quote before it (``“We have four,” I say.``) or that follows an unclosed quote is
@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from edge.keys import split_sentences
+from edge.build.keys import split_sentences
 from models.repeats import norm_words as words
 
 from .citations import content_stems

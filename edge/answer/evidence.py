@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from edge.build.keys import split_sentences
 from edge.expansion import Candidate
-from edge.keys import split_sentences
 from edge.retrieval import Neighborhood, ScoredClip
 from edge.store import Clip
 from edge.timeline import format_moment

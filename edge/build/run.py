@@ -5,7 +5,7 @@ arrives — caption, transcript, caption vector, FTS, entities by rules, keys a 
 gives — and queues what needs the memory LLM. Here, per queued clip, in timeline order:
 
 - keys only: the four MERIT keys from one memory-LLM call (MERIT Eq. 5,
-  :func:`edge.keys.extract_keys`);
+  :func:`edge.build.keys.extract_keys`);
 - with the pyramid: ONE call for keys (unless already stored), fact nodes and the clip
   node (PyraVid App. B.1, :func:`edge.pyramid.extract_clip_memory`), one call judging the
   relational-link candidates (PyraVid App. B.3), then — after the clip is stored — the
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from edge.embedding import memory_embedder
-from edge.keys import ClipKeys, extract_keys
+from edge.build.keys import ClipKeys, extract_keys
 from edge.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
 from models.cancel import GenerationCancelled

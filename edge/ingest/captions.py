@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge.build.keys import ClipKeys
 from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
 from edge.ingest.media import shown
 from edge.ingest.memory_writer import (
@@ -27,7 +28,6 @@ from edge.ingest.memory_writer import (
     write_clips,
     write_clips_realtime,
 )
-from edge.keys import ClipKeys
 from edge.pyramid import Pyramid
 from edge.store import Memory
 from edge.timeline import day_clock, egolife_time

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from edge.build.keys import ClipKeys, extract_keys
 from edge.embedding import memory_embedder
-from edge.keys import ClipKeys, extract_keys
 from edge.pyramid import ClipMemory, Pyramid, extract_clip_memory
 from edge.stages import StageClock
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory

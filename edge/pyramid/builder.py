@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from edge.keys import clean_text
+from edge.build.keys import clean_text
 from edge.prompts import GLOBAL_PROMPT, LINK_PROMPT, link_schema
 from edge.pyramid.clip_memory import ClipMemory
 from edge.pyramid.options import ROLE_GLOBAL, ROLE_LINKS, PyramidCounts, PyramidOptions

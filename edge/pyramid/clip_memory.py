@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edge.build.keys import ClipKeys, clean_text, extractive_keys, split_sentences
 from edge.entity_extract import acting_names, shown_name
-from edge.keys import ClipKeys, clean_text, extractive_keys, split_sentences
 from edge.prompts import (
     CLIP_PROMPT,
     EXAMPLE_CLIP_KEYS,
@@ -67,7 +67,7 @@ def extractive_clip_memory(caption: str, *, t_start: float, t_end: float,
     """The marked fallback, without a model: fact nodes are the caption's sentences (split
     after quotes too, pieces under 3 characters dropped; the tail merged into the last of
     ``max_facts``; ``origin='extractive'``), the clip summary its first sentence and the
-    scene ``unknown``; keys from the file if given, else :func:`edge.keys.extractive_keys`.
+    scene ``unknown``; keys from the file if given, else :func:`edge.build.keys.extractive_keys`.
     ``t_start``/``t_end``: the clip's span in timeline seconds."""
     sents = (split_sentences(caption, after_quotes=True, min_chars=3)
              or [caption.strip() or "(empty clip)"])

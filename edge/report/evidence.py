@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from edge.build.keys import split_sentences
 from edge.errors import AskError
-from edge.keys import split_sentences
 from edge.store import Clip, Memory
 from edge.timeline import format_moment
 from models.llm import ContextOverflowError, LLMOutputError
