@@ -3,7 +3,7 @@
 For N captions of the shared EgoLife day (evenly spaced), each model extracts the four keys
 with the production prompt and schema: ``--call keys`` the keys-only call
 (``edge.build.keys.extract_keys``, ``edge ingest --no-pyramid``), ``--call clip`` the pyramid's
-per-clip call that also writes the fact nodes (``edge.pyramid.extract_clip_memory``, what
+per-clip call that also writes the fact nodes (``edge.build.pyramid.extract_clip_memory``, what
 ``edge build`` runs by default). ``--grammar`` picks when llama.cpp's JSON grammar
 constrains the reply (``models.llm.LlamaCppLLM``). Quality is agreement
 with the file's reference keys (written by GPT-5-mini in the MERIT repository): the cosine
@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from edge.build.keys import extract_keys  # noqa: E402
+from edge.build.pyramid import extract_clip_memory  # noqa: E402
 from edge.config import models_dir  # noqa: E402
 from edge.ingest.captions import read_caption_file  # noqa: E402
-from edge.pyramid import extract_clip_memory  # noqa: E402
 from edge.store import KEY_TYPES  # noqa: E402
 from models import ModelHub, Profile, load_manifest  # noqa: E402
 

@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from edge.bench.papers import MERIT_TABLE6_COST  # noqa: E402
+from edge.build.pyramid import Pyramid, PyramidOptions  # noqa: E402
 from edge.config import models_dir  # noqa: E402
 from edge.ingest.captions import ingest_caption_file, read_caption_file  # noqa: E402
-from edge.pyramid import Pyramid, PyramidOptions  # noqa: E402
 from edge.store import Memory  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402
 

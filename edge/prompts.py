@@ -79,7 +79,7 @@ each one short sentence (under 20 words) saying who did or said what.
 # Issue 13: the reply is most of the LLM tier's time on the device (~0.1 s a generated token
 # on 2 cores). Facts were objects with a "kind" and the "names" in them, and a separate
 # "clip_summary" followed: ~16 tokens of JSON per fact and ~25 for the summary. Now the kind
-# and the persons of a fact come from rules (edge.pyramid.clip_memory) and the clip node's
+# and the persons of a fact come from rules (edge.build.pyramid.clip_memory) and the clip node's
 # summary from the event and dialogue keys.
 
 KEYS_HELP = """

@@ -253,8 +253,8 @@ def _snapshot(m: Memory) -> dict:
 
 @pytest.mark.slow
 def test_build_drains_the_queue_into_what_synchronous_ingest_stores(tmp_path, hub):
+    from edge.build.pyramid import Pyramid, PyramidOptions
     from edge.build.run import build
-    from edge.pyramid import Pyramid, PyramidOptions
 
     src = _caption_file(tmp_path / "caps.json", CAPTIONS[:2])
     opts = PyramidOptions(global_every=20)

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from edge.build.keys import ClipKeys, extractive_keys, split_sentences
-from edge.ingest.captions import ingest_caption_file, read_caption_file
-from edge.pyramid import (
+from edge.build.pyramid import (
     ROLE_CLIP,
     ROLE_GLOBAL,
     ROLE_LINKS,
@@ -22,7 +21,8 @@ from edge.pyramid import (
     extractive_clip_memory,
     summary_text,
 )
-from edge.pyramid.clip_memory import _facts_of_reply, clip_summary, fact_kind
+from edge.build.pyramid.clip_memory import _facts_of_reply, clip_summary, fact_kind
+from edge.ingest.captions import ingest_caption_file, read_caption_file
 from edge.store import MIGRATIONS, Memory, apply_migrations, connect
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips, unit_vectors

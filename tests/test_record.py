@@ -540,8 +540,8 @@ def test_silent_source_is_warned_about_in_the_log_and_status(tmp_path, hub, reco
 
 @pytest.mark.slow
 def test_recorded_memory_has_the_pyramid_edge_ingest_builds(tmp_path, hub):
+    from edge.build.pyramid import Pyramid, PyramidOptions
     from edge.ingest.run import ingest_paths
-    from edge.pyramid import Pyramid, PyramidOptions
 
     src = shared(FOOTAGE / SHORT)
     recorded = tmp_path / "recorded.db"
@@ -569,9 +569,9 @@ def test_a_clip_coming_in_cancels_the_slack_build_so_the_real_time_tier_never_wa
     """The worker builds the LLM tier only in slack: a clip published while a memory-LLM call
     runs cancels it (that clip stays queued, nothing of it is written) so the real-time tier
     ingests the new clip at once — the real-time backlog stays at one clip."""
+    from edge.build.pyramid import PyramidOptions
     from edge.ingest.captions import ingest_caption_file
     from edge.ingest.memory_writer import Deferred
-    from edge.pyramid import PyramidOptions
 
     mem = tmp_path / "m.db"
     caps = tmp_path / "caps.json"

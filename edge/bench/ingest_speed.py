@@ -147,10 +147,10 @@ def ingest_one(hub, path: Path, memory_path: Path, pyramid: bool, llm_tier: bool
     """Both tiers of one file (the real-time tier only without ``llm_tier``) into a fresh
     memory at ``memory_path``; the file's :func:`file_row` plus ``status`` and the private
     ``_stage_seconds``/``_rt_records``/``_build_records`` that :func:`total_row` consumes."""
+    from edge.build.pyramid import PyramidOptions
     from edge.build.run import BuildReport, build
     from edge.ingest.memory_writer import Deferred
     from edge.ingest.run import IngestOptions, ingest_paths
-    from edge.pyramid import PyramidOptions
     from edge.store import Memory
     from edge.timeline import parse_moment
 

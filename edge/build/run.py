@@ -7,9 +7,9 @@ gives — and queues what needs the memory LLM. Here, per queued clip, in timeli
 - keys only: the four MERIT keys from one memory-LLM call (MERIT Eq. 5,
   :func:`edge.build.keys.extract_keys`);
 - with the pyramid: ONE call for keys (unless already stored), fact nodes and the clip
-  node (PyraVid App. B.1, :func:`edge.pyramid.extract_clip_memory`), one call judging the
+  node (PyraVid App. B.1, :func:`edge.build.pyramid.extract_clip_memory`), one call judging the
   relational-link candidates (PyraVid App. B.3), then — after the clip is stored — the
-  day's global node every K clips (:class:`edge.pyramid.Pyramid`).
+  day's global node every K clips (:class:`edge.build.pyramid.Pyramid`).
 
 One embedder call embeds the new keys and facts. The clip's results, its accepted links and
 the removal of its queue row are ONE transaction (:meth:`edge.store.Memory.complete_build`),
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from edge.embedding import memory_embedder
 from edge.build.keys import ClipKeys, extract_keys
-from edge.pyramid import Pyramid, PyramidOptions, extract_clip_memory
+from edge.build.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
 from models.cancel import GenerationCancelled
 
@@ -137,7 +137,7 @@ class Builder:
     def finish(self) -> None:
         """End of the work: when no pyramid work is left in the queue, integrate the waiting
         clips into their days' global nodes and refresh the overall node
-        (:meth:`edge.pyramid.Pyramid.finalize`; calls no model when nothing waits)."""
+        (:meth:`edge.build.pyramid.Pyramid.finalize`; calls no model when nothing waits)."""
         if not self.memory.backlog()["pyramid"]:
             self.on_step("global nodes")
             self.pyramid.finalize()

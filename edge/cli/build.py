@@ -66,8 +66,8 @@ def build_backlog(memory, hub, *, pyramid: bool = False, links: bool = True,
     :class:`edge.build.run.BuildReport`. Raises :class:`~edge.errors.BuildBusyError` when
     another process builds the memory."""
     from edge.build.lock import build_lock
+    from edge.build.pyramid import PyramidOptions
     from edge.build.run import build
-    from edge.pyramid import PyramidOptions
     from models.cancel import cancel_scope
 
     bar = None

@@ -147,7 +147,7 @@ def record(state: State, camera: str | None, url: str | None, watch: Path | None
     the current clip and stop after the clip being ingested. `edge status` shows how it
     is going.
     """
-    from edge.pyramid import PyramidOptions
+    from edge.build.pyramid import PyramidOptions
     from edge.record import Recorder, RecordOptions, spool_dir
 
     spec = source_spec(camera, url, watch, realtime, speed)

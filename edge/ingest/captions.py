@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.build.keys import ClipKeys
+from edge.build.pyramid import Pyramid
 from edge.errors import CaptionFileError  # noqa: F401 (re-exported)
 from edge.ingest.media import shown
 from edge.ingest.memory_writer import (
@@ -28,7 +29,6 @@ from edge.ingest.memory_writer import (
     write_clips,
     write_clips_realtime,
 )
-from edge.pyramid import Pyramid
 from edge.store import Memory
 from edge.timeline import day_clock, egolife_time
 
@@ -118,10 +118,10 @@ def ingest_caption_file(
     ``on_total(n)``: records to go through, once; ``on_progress(n)``: records done. Raises
     :class:`CaptionFileError` (malformed file), ``StoreError`` and model setup errors.
 
-    With ``pyramid`` (:class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid fact
+    With ``pyramid`` (:class:`edge.build.pyramid.Pyramid`) each clip also gets its PyraVid fact
     nodes, clip node and relational links from one memory-LLM call per clip (the file's keys
     are kept unless ``extract``), and the global nodes are updated every K clips and at the
-    end (:meth:`~edge.pyramid.Pyramid.finalize`). With ``deferred`` only the real-time tier
+    end (:meth:`~edge.build.pyramid.Pyramid.finalize`). With ``deferred`` only the real-time tier
     runs (captions and the file's keys embedded in batches, no memory-LLM call) and the
     LLM work is queued for :mod:`edge.build`; ``pyramid`` is then unused.
     """

@@ -9,7 +9,7 @@ clip with :func:`write_clip` (or :func:`write_clips` for a batch):
 - without a pyramid: the four MERIT keys (from a caption file, or one memory-LLM call,
   MERIT Eq. 5), one embedder call for the keys and the caption, then the clip, its keys and
   their 384-d vectors in one transaction;
-- with a :class:`~edge.pyramid.Pyramid`: ONE memory-LLM call for keys, fact nodes and the
+- with a :class:`~edge.build.pyramid.Pyramid`: ONE memory-LLM call for keys, fact nodes and the
   clip node (PyraVid App. B.1), one embedder call for keys, caption and facts, the clip with
   all of them and the hierarchical fact→clip links in one transaction, then the pyramid's
   relational links and global node (PyraVid App. B.3);
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from edge.build.keys import ClipKeys, extract_keys
+from edge.build.pyramid import ClipMemory, Pyramid, extract_clip_memory
 from edge.embedding import memory_embedder
-from edge.pyramid import ClipMemory, Pyramid, extract_clip_memory
 from edge.stages import StageClock
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory
 from edge.timeline import day_of

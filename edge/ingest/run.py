@@ -124,7 +124,7 @@ def ingest_paths(
 
     Each stage's wall time is measured and the run is stored in the ``runs`` table
     (also when the run stops early), its id in :attr:`IngestReport.run_id`. With ``pyramid``
-    (an :class:`edge.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and
+    (an :class:`edge.build.pyramid.Pyramid`) each clip also gets its PyraVid facts, clip node and
     links, and the global nodes are finalized at the end (charged to ``memory_llm``).
     With ``deferred`` (:class:`edge.ingest.memory_writer.Deferred`) only the real-time tier runs:
     no memory-LLM call, the LLM work is queued for :mod:`edge.build` (``pyramid`` unused).

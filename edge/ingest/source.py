@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from edge.build.pyramid import Pyramid
 from edge.config import frames_dir
 from edge.ingest.media import MediaInfo, clip_bounds, iter_clips, shown
 from edge.ingest.memory_writer import (
@@ -25,7 +26,6 @@ from edge.ingest.memory_writer import (
     write_realtime,
 )
 from edge.ingest.perception import save_keyframes, transcribe_source, transcript_for
-from edge.pyramid import Pyramid
 from edge.stages import StageClock
 from edge.store import Memory
 from edge.timeline import clear_of, guess_clock

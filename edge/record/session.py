@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from edge.pyramid import PyramidOptions
+    from edge.build.pyramid import PyramidOptions
     from edge.record.audio import SilenceWatch
     from edge.record.segmenter import Segmenter
 

@@ -146,9 +146,9 @@ class IngestWorker:
         process holds the memory's build lock (:mod:`edge.build.lock`) or the models cannot
         run now (logged; the clip stays queued)."""
         from edge.build.lock import build_lock
+        from edge.build.pyramid import PyramidOptions
         from edge.build.run import Builder
         from edge.errors import MODEL_ERRORS, BuildBusyError
-        from edge.pyramid import PyramidOptions
         from models.cancel import GenerationCancelled, cancel_scope
 
         items = memory.queued(1) if time.monotonic() >= self.build_after else []

@@ -230,7 +230,7 @@ def claims(llm, topic: str, clips: Sequence[Clip], sources: dict[int, str], *, n
     ``visual`` (``speech`` when the claim reports words: a quote or a verb of saying).
     Returns ``[]`` when the reply is unusable after the backend's retry or the clips do
     not fit the context (the report then rests on the notes)."""
-    from edge.pyramid.clip_memory import fact_kind
+    from edge.build.pyramid.clip_memory import fact_kind
 
     listed = [c for c in clips if sources.get(c.id)]
     if not listed:

@@ -5,7 +5,7 @@ style): never edit a shipped step, add a new one. A clip, its keys and their vec
 written in one transaction, so a killed process leaves either the whole clip or nothing.
 m003 adds the PyraVid pyramid (§3.2): fact nodes (with vectors in ``fact_vec`` and text in
 FTS), clip nodes, versioned global nodes and links, written with the clip (facts, clip node,
-fact→clip links) or by :mod:`edge.pyramid` (relational links, global versions).
+fact→clip links) or by :mod:`edge.build.pyramid` (relational links, global versions).
 
 The package, in reading order:
 

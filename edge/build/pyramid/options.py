@@ -40,7 +40,7 @@ class PyramidOptions:
 
 @dataclass
 class PyramidCounts:
-    """What a :class:`~edge.pyramid.Pyramid` did in this process (for reports and the
+    """What a :class:`~edge.build.pyramid.Pyramid` did in this process (for reports and the
     benchmark). ``seconds``: wall-clock seconds per pyramid step (``extract``, ``embed``,
     ``store``, ``links``, ``global``), rounded to milliseconds."""
 

@@ -27,7 +27,7 @@ from edge.prompts import (
     KEYS_HELP,
     clip_schema,
 )
-from edge.pyramid.options import ROLE_CLIP, PyramidOptions
+from edge.build.pyramid.options import ROLE_CLIP, PyramidOptions
 from edge.store import KEY_TYPES, Fact
 from models.llm import ContextOverflowError, LLMOutputError
 
