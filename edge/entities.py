@@ -2,7 +2,7 @@
 
 The index (:mod:`edge.store.entities`, migration m006) holds the people, proper names,
 objects and places of every clip with its times, extracted by rules at ingest
-(:mod:`edge.entity_extract`). EGAgent (Meta 2026) answers EgoLifeQA from such an entity
+(:mod:`edge.store.entity_extract`). EGAgent (Meta 2026) answers EgoLifeQA from such an entity
 scene graph in SQL; here it gives the solver dated lists and counts, and one retrieval lever
 (:func:`entity_retrieve`) to fuse with round 1. Entities are lowercased strings (``alice``,
 ``power bank``); every query takes the clip scope ``(after, before]`` of the rest of
@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from edge.entity_extract import COMMON_WORDS, KINDS, extract_entities, norm_entity, singular
 from edge.retrieval import STOPWORDS, ScoredClip
 from edge.store import EntityRow, Memory
+from edge.store.entity_extract import COMMON_WORDS, KINDS, extract_entities, norm_entity, singular
 from models.repeats import norm_words
 
 __all__ = [

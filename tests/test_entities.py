@@ -18,9 +18,9 @@ from edge.entities import (
     people_around,
     question_entities,
 )
-from edge.entity_extract import extract_entities
 from edge.ingest.captions import read_caption_file
 from edge.store import INDEX_TYPES, MIGRATIONS, Memory, apply_migrations, connect
+from edge.store.entity_extract import extract_entities
 from edge.timeline import day_of
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips, add_source, unit_vectors

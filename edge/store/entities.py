@@ -2,7 +2,7 @@
 clip's times — people, proper names, objects and places per clip (EGAgent's entity scene
 graph, in SQL). Rows are written with their clip (:meth:`~edge.store.Memory.store_clip`, one
 transaction) and filled for the clips of an older memory when m006 is applied. Extraction
-is :func:`edge.entity_extract.extract_entities` (rules, no model); the questions asked of it
+is :func:`edge.store.entity_extract.extract_entities` (rules, no model); the questions asked of it
 are in :mod:`edge.entities`. A mixin of :class:`edge.store.Memory` (uses ``self.db``).
 """
 
@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from edge.entity_extract import extract_entities
+from edge.store.entity_extract import extract_entities
 from edge.store.scope import time_scope
 
 
@@ -37,7 +37,8 @@ _INSERT = ("INSERT OR REPLACE INTO entities(entity, kind, clip_id, t_start, t_en
 def index_clip_entities(db, clip_id: int, t_start: float, t_end: float, caption: str,
                         transcript: str, keys: Mapping[str, str],
                         names: Iterable[str] = ()) -> int:
-    """Extract the entities of one clip (:func:`edge.entity_extract.extract_entities`) and insert
+    """Extract the entities of one clip
+    (:func:`edge.store.entity_extract.extract_entities`) and insert
     their rows through the apsw connection ``db`` (inside the caller's transaction); the
     number of rows written. ``keys``: key type → text; ``names``: people named by the memory
     LLM's fact nodes."""

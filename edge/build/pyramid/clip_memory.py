@@ -3,7 +3,7 @@
 
 To keep the reply short on the device (issue 13), the model writes the facts as plain
 sentences and the scene; a fact's kind (``speech`` when it quotes or reports words, else
-``action``) and its persons (:func:`edge.entity_extract.acting_names`) come from rules, and
+``action``) and its persons (:func:`edge.store.entity_extract.acting_names`) come from rules, and
 the clip node's summary is the clip's event key plus its dialogue key (:func:`clip_summary`).
 
 Timestamps: a caption has no times inside the clip, so fact nodes (returned in the order
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edge.build.keys import ClipKeys, clean_text, extractive_keys, split_sentences
-from edge.entity_extract import acting_names, shown_name
+from edge.store.entity_extract import acting_names, shown_name
 from edge.prompts import (
     CLIP_PROMPT,
     EXAMPLE_CLIP_KEYS,
