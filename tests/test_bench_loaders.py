@@ -22,9 +22,9 @@ from edge.bench.loaders import BenchItem, detect_format, load_items, select_item
 from edge.bench.merit import ingest_merit_file, read_merit_file
 from edge.bench.videos import run_videos
 from edge.cli import main
-from edge.embedding import memory_embedder
 from edge.errors import BenchError, CaptionFileError
 from edge.store import Memory
+from edge.store.embedding import memory_embedder
 
 SCENES = [  # clip i covers seconds 30i..30i+30 of video "vidA"
     "I water the orange cactus on the balcony", "Lucia folds paper cranes at the desk",

@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from edge.embedding import memory_embedder, reembed_note
 from edge.errors import AskError
 from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
 from edge.store import Memory
+from edge.store.embedding import memory_embedder, reembed_note
 from edge.timeline import TimeWindow, day_of
 
 from .distill import Distiller

@@ -229,7 +229,7 @@ def real(source: Path, workdir: Path, questions: list[str], hub,
     embedder of the memory's vectors, whole history and its last day."""
     import shutil
 
-    from edge.embedding import memory_embedder
+    from edge.store.embedding import memory_embedder
 
     path = workdir / "real.db"
     _remove(path)

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from edge.answer.options import AskOptions
 from edge.answer.search import first_round
-from edge.embedding import memory_embedder
 from edge.ingest.captions import ingest_caption_file, read_caption_file
 from edge.store import Memory
+from edge.store.embedding import memory_embedder
 from edge.timeline import day_clock, egolife_time
 
 from .questions import QAQuestion

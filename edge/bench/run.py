@@ -12,9 +12,9 @@ from pathlib import Path
 
 from edge import config
 from edge.answer.options import AskOptions, with_fusion_of
-from edge.embedding import memory_embedder
 from edge.errors import BenchError
 from edge.store import Memory
+from edge.store.embedding import memory_embedder
 
 from .answering import answer_summary, run_answers
 from .measure import environment

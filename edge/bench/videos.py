@@ -23,9 +23,9 @@ from pathlib import Path
 from edge.answer import AskError, ask
 from edge.answer.options import AskOptions
 from edge.answer.search import first_round
-from edge.embedding import memory_embedder
 from edge.errors import StoreError
 from edge.store import Memory
+from edge.store.embedding import memory_embedder
 
 from .items import CLIP_SECONDS, BenchItem
 from .qa import DELTAS, window_hits

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edge.embedding import memory_embedder
+from edge.store.embedding import memory_embedder
 from edge.build.keys import ClipKeys, extract_keys
 from edge.build.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
@@ -218,8 +218,8 @@ class ReembedReport:
 
 def needs_reembed(memory: Memory, hub) -> bool:
     """Whether ``memory`` holds vectors of another embedder (or width) than ``hub``'s
-    profile embeds with (:func:`edge.embedding.profile_space`)."""
-    from edge.embedding import profile_space
+    profile embeds with (:func:`edge.store.embedding.profile_space`)."""
+    from edge.store.embedding import profile_space
 
     space = memory.vector_space()
     return (space.embedder, space.dim) != profile_space(hub) and memory.holds_vectors()
@@ -241,7 +241,7 @@ def reembed(memory: Memory, hub, *, batch: int = 64,
     kept). Nothing to do (``switched`` False, ``total`` 0) when the memory's vectors are
     already the profile's. Raises the embedder's setup errors and the store's write
     errors (the batches stored before stay)."""
-    from edge.embedding import profile_space
+    from edge.store.embedding import profile_space
 
     t0 = time.perf_counter()
     name, dim = profile_space(hub)

@@ -88,7 +88,7 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     from edge.answer import AskOptions
     from edge.answer.scope import check_question, join_notes
     from edge.answer.search import first_round
-    from edge.embedding import memory_embedder, reembed_note
+    from edge.store.embedding import memory_embedder, reembed_note
 
     opts = AskOptions(**scope_settings(at, from_, to, auto_window), top_n=top_n,
                       **retrieval_settings(retrieval, key_types, fusion, rrf_k),

@@ -31,9 +31,9 @@ import numpy as np
 
 from edge.build.keys import ClipKeys, extract_keys
 from edge.build.pyramid import ClipMemory, Pyramid, extract_clip_memory
-from edge.embedding import memory_embedder
 from edge.stages import StageClock
 from edge.store import INDEX_TYPES, KEY_TYPES, Memory
+from edge.store.embedding import memory_embedder
 from edge.timeline import day_of
 
 

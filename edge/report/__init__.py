@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edge.embedding import memory_embedder
 from edge.errors import EdgeError
 from edge.store import Memory
+from edge.store.embedding import memory_embedder
 
 from .calibrate import calibrate, citation_checks, clip_notes, kept, support
 from .evidence import (
