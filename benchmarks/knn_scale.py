@@ -5,7 +5,7 @@ runs the synthetic part too, beside ingest, answer latency and peak RSS). Builds
 of 10k / 100k / 1M / 3M key vectors (clustered synthetic unit vectors, five key types, 30 s
 clips laid out 16 h a day) in the product's own schema and measures exact vs the
 whole-history index, whole history and the last 7 / 180 days, through the product's own
-code path (:meth:`Memory.knn_keys`, :func:`edge.retrieval.max_sim_retrieve`).
+code path (:meth:`Memory.knn_keys`, :func:`edge.recall.retrieval.max_sim_retrieve`).
 
 It also runs the four-day EgoLife memory (real key vectors, the hard questions'
 embeddings as queries): its migration time and the same methods.

@@ -32,7 +32,7 @@ from edge.answer import AskOptions  # noqa: E402
 from edge.answer.options import with_fusion_of  # noqa: E402
 from edge.bench.questions import load_questions, resolve_set, select  # noqa: E402
 from edge.config import models_dir  # noqa: E402
-from edge.retrieval import fuse  # noqa: E402
+from edge.recall.retrieval import fuse  # noqa: E402
 from edge.store import Memory  # noqa: E402
 from edge.store.embedding import memory_embedder  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402

@@ -13,7 +13,7 @@ from edge.errors import USER_ERRORS, EdgeError
 from edge.ingest.captions import ingest_caption_file
 from edge.ingest.memory_writer import write_clip
 from edge.ingest.run import IngestOptions, IngestReport, ingest_paths
-from edge.retrieval import ScoredClip, max_sim_retrieve
+from edge.recall.retrieval import ScoredClip, max_sim_retrieve
 from edge.store import KEY_TYPES, Clip, Memory, StoreError
 
 __all__ = [

@@ -1,6 +1,7 @@
 """Query decomposition (MARQUIS §3.1): one solver call splits a question into atomic
 sub-queries — short search phrases, each about one retrievable fact — which are searched
-separately next to the question itself and fused (:func:`edge.retrieval.multi_query_retrieve`).
+separately next to the question itself and fused
+(:func:`edge.recall.retrieval.multi_query_retrieve`).
 
 A question about a single fact needs no decomposition; the model may return one sub-query
 then, or an empty list, and retrieval degrades to the question alone.

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from edge.retrieval import STOPWORDS, ScoredClip
+from edge.recall.retrieval import STOPWORDS, ScoredClip
 from edge.store import EntityRow, Memory
 from edge.store.entity_extract import COMMON_WORDS, KINDS, extract_entities, norm_entity, singular
 from models.repeats import norm_words

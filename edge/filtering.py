@@ -9,7 +9,7 @@ schema is built for exactly those anchors, so it is validated like every other L
 from __future__ import annotations
 
 from edge.prompts import FILTER_PROMPT, filter_schema
-from edge.retrieval import Neighborhood
+from edge.recall.retrieval import Neighborhood
 from edge.timeline import format_moment
 
 LABELS = {-2: "before_2", -1: "before_1", 0: "center", 1: "after_1", 2: "after_2"}

@@ -25,7 +25,7 @@ from edge.answer.question import Note, check_question_fits
 from edge.decompose import decompose
 from edge.expansion import Candidate
 from edge.ingest.captions import ingest_caption_file
-from edge.retrieval import ScoredClip, expand_neighbors
+from edge.recall.retrieval import ScoredClip, expand_neighbors
 from edge.store import INDEX_TYPES, Memory
 from edge.timeline import TimeWindow, parse_moment
 from tests.conftest import EGOLIFE_DAY1, shared

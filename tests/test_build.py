@@ -107,7 +107,7 @@ def test_realtime_caption_ingest_queues_the_llm_work_and_calls_no_llm(tmp_path, 
 def test_an_unbuilt_clip_is_found_by_its_caption_vector_and_bm25(tmp_path, hub):
     from edge.answer import AskOptions
     from edge.answer.search import first_round
-    from edge.retrieval import bm25_retrieve, hybrid_retrieve, max_sim_retrieve
+    from edge.recall.retrieval import bm25_retrieve, hybrid_retrieve, max_sim_retrieve
 
     with Memory(tmp_path / "m.db") as m:
         ingest_caption_file(m, hub, _caption_file(tmp_path / "caps.json"),

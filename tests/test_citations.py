@@ -132,7 +132,7 @@ def test_the_chat_stars_the_clip_that_holds_the_answers_text(memory, hub):
     check the neighbor is the cited moment, its row starred, and the answer's bubble says
     what the check did."""
     from edge.answer import Answer, Evidence
-    from edge.retrieval import ScoredClip, expand_neighbors
+    from edge.recall.retrieval import ScoredClip, expand_neighbors
     from tui.session import Entry
     from tui.widgets.conversation import Conversation
     from tui.widgets.entries import entry_text

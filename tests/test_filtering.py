@@ -5,7 +5,7 @@ import pytest
 
 from edge.filtering import filter_neighborhoods, filter_schema, neighborhood_text
 from edge.ingest.captions import ingest_caption_file
-from edge.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
+from edge.recall.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips
 

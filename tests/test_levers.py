@@ -16,7 +16,7 @@ from edge.answer.search import (
     round_anchors,
     round_queries,
 )
-from edge.retrieval import (
+from edge.recall.retrieval import (
     ScoredClip,
     episode_anchors,
     group_episodes,

@@ -263,7 +263,7 @@ def _wait(cond, timeout: float, proc: subprocess.Popen | None = None) -> None:
 
 @pytest.mark.slow
 def test_sigkill_mid_clip_then_restart_keeps_every_clip_once(tmp_path, hub):
-    from edge.retrieval import max_sim_retrieve
+    from edge.recall.retrieval import max_sim_retrieve
 
     long, short = shared(FOOTAGE / LONG), shared(FOOTAGE / SHORT)
     mem = tmp_path / "day.db"

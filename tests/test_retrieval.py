@@ -4,7 +4,7 @@ and the m001 → m002 migration of an existing memory."""
 import numpy as np
 import pytest
 
-from edge.retrieval import (
+from edge.recall.retrieval import (
     ScoredClip,
     bm25_retrieve,
     expand_neighbors,

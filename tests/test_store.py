@@ -5,7 +5,7 @@ every KNN and BM25 query, neighbors, max-sim retrieval."""
 import numpy as np
 import pytest
 
-from edge.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
+from edge.recall.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
 from edge.store import (
     INDEX_TYPES,
     KEY_TYPES,

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import TypedDict
 
-from edge.retrieval import STOPWORDS
+from edge.recall.retrieval import STOPWORDS
 from models.repeats import norm_words as words
 
 MAX_CITED = 6
@@ -46,7 +46,7 @@ EXTRA_STOPWORDS = frozenset(
     "about after also been before but can could into its just not only other over said saw "
     "see seen some than that the their them then there these they this those through too "
     "very while will would yes".split())
-"""Words never counted as evidence on top of :data:`edge.retrieval.STOPWORDS`."""
+"""Words never counted as evidence on top of :data:`edge.recall.retrieval.STOPWORDS`."""
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<![\w])'([^']+)'(?![\w])")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{4}-\d{2}-\d{2}\b|\bday\s*\d+\b",

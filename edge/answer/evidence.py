@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from edge.build.keys import split_sentences
 from edge.expansion import Candidate
-from edge.retrieval import Neighborhood, ScoredClip
+from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Clip
 from edge.timeline import format_moment
 from models.vlm import image_parts

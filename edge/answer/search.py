@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from edge.retrieval import (
+from edge.recall.retrieval import (
     STOPWORDS,
     Episode,
     ScoredClip,
@@ -188,7 +188,7 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
     ``opts.aggregate`` and a counting question (``queries[0]``, :func:`is_counting`), the
     best clip of each of the top-``top_n`` :func:`episodes`, topped up from the ranking;
     else with ``opts.spread``, anchors spread ±``spread`` clips apart
-    (:func:`edge.retrieval.spread_anchors`) from the :data:`SPREAD_DEPTH` × ``top_n``
+    (:func:`edge.recall.retrieval.spread_anchors`) from the :data:`SPREAD_DEPTH` × ``top_n``
     best."""
     n_options = option_query_count(queries, opts)
     if opts.choice_slots and n_options:
@@ -227,7 +227,7 @@ def choice_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nda
     the best clip of each option's query (the last ``n_options`` of ``queries``), then the
     fused ranking of all queries (:func:`ranked_in_scope`, :data:`SPREAD_DEPTH` ×
     ``top_n`` deep each) up to ``top_n`` — spread ±``opts.spread`` clips apart
-    (:func:`edge.retrieval.slot_anchors`). A wrong option is a real event elsewhere, so
+    (:func:`edge.recall.retrieval.slot_anchors`). A wrong option is a real event elsewhere, so
     fusing the options into one ranking lets the question's words drown the right
     option's evidence; a slot per option shows the solver each option's best moment."""
     opts = with_fusion_of(opts, None)  # the caller's fusion, else the defaults
@@ -278,7 +278,8 @@ def episodes(memory: Memory, embedder, question: str, opts: AskOptions, *,
     """Every episode of what ``question`` asks about inside its scope, in timeline order:
     the ``depth`` best clips (round 1's queries and ranking, :func:`ranked_in_scope`) that
     score ≥ ``rel`` × the best, grouped into runs of clips at most
-    :data:`edge.retrieval.EPISODE_GAP_SECONDS` apart (:func:`edge.retrieval.group_episodes`):
+    :data:`edge.recall.retrieval.EPISODE_GAP_SECONDS` apart
+    (:func:`edge.recall.retrieval.group_episodes`):
     each with start/end (timeline seconds), day, clip ids and its best clip — the count and
     the dated list of a "how many times / how often" question. Raises :class:`AskError`
     when an explicit ``opts.window`` holds no clip."""

@@ -26,7 +26,7 @@ from edge.prompts import (
     choice_schema,
     for_choices,
 )
-from edge.retrieval import Neighborhood, ScoredClip, expand_neighbors
+from edge.recall.retrieval import Neighborhood, ScoredClip, expand_neighbors
 from models.jsonstream import JsonFieldStream
 from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words

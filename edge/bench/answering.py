@@ -25,7 +25,7 @@ from edge.answer import ask
 from edge.answer.options import AskOptions
 from edge.answer.question import start
 from edge.answer.steps import decide
-from edge.retrieval import Neighborhood, ScoredClip
+from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
 from .judge import judge_answer

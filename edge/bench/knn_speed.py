@@ -4,7 +4,7 @@
 Builds memories of N key vectors (clustered synthetic unit vectors, five key types, 30 s
 clips laid out 16 h a day) in the product's own schema (:func:`build_synthetic`) and
 measures through the product's own code path (:meth:`Memory.knn_keys`,
-:func:`edge.retrieval.max_sim_retrieve`) in :func:`measure`:
+:func:`edge.recall.retrieval.max_sim_retrieve`) in :func:`measure`:
 
 - ``exact``: vec0's exact scan (the whole-history index off), the reference for recall;
 - ``index``: the whole-history path (:mod:`edge.store.keyindex`: IVF-SQ8 candidates,
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge.retrieval import max_sim_retrieve
+from edge.recall.retrieval import max_sim_retrieve
 from edge.store import INDEX_TYPES, Memory
 from edge.store.keyindex import KeyIndex, index_path
 

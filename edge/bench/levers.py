@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 
 from edge.answer.options import AskOptions
 from edge.errors import BenchError
-from edge.retrieval import FUSIONS
+from edge.recall.retrieval import FUSIONS
 from edge.store import INDEX_TYPES
 from edge.timeline import TimeWindow, parse_moment
 

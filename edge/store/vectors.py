@@ -1,5 +1,5 @@
 """Vector search (sqlite-vec ``vec0``, cosine): top-k key vectors per key type (MERIT
-retrieval, Eq. 6 takes the max over types in :mod:`edge.retrieval`) and top-k fact vectors
+retrieval, Eq. 6 takes the max over types in :mod:`edge.recall.retrieval`) and top-k fact vectors
 (PyraVid seeds). A mixin of :class:`edge.store.Memory` (uses ``self.db``)."""
 
 from __future__ import annotations
