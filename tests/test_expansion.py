@@ -4,8 +4,8 @@ clips with real MiniLM vectors; pruning and the loop use the real 0.5B solver.""
 import pytest
 
 from edge.answer import ask
-from edge.expansion import Candidate, expand, prune
 from edge.prompts import prune_schema
+from edge.recall.expansion import Candidate, expand, prune
 from tests.factories import add_clips
 
 CLIPS = [  # (caption, [facts])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from edge.build.keys import split_sentences
-from edge.expansion import Candidate
+from edge.recall.expansion import Candidate
 from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Clip
 from edge.timeline import format_moment

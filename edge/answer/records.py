@@ -28,7 +28,7 @@ class AnchorHit(TypedDict):
 
 
 class OfferedFact(TypedDict):
-    """A fact node offered to PyraVid pruning (:class:`edge.expansion.Candidate`)."""
+    """A fact node offered to PyraVid pruning (:class:`edge.recall.expansion.Candidate`)."""
 
     fact_id: int
     clip_id: int

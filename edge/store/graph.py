@@ -1,7 +1,7 @@
 """The PyraVid pyramid (PyraVid §3.2, App. B.3): fact nodes, clip nodes, versioned global
 nodes and the links between them. Facts and the clip node are written with their clip
 (:meth:`~edge.store.Memory.add_clip`); relational links and global versions by
-:mod:`edge.build.pyramid`; :mod:`edge.expansion` walks the links (PyraVid B.4). A mixin of
+:mod:`edge.build.pyramid`; :mod:`edge.recall.expansion` walks the links (PyraVid B.4). A mixin of
 :class:`edge.store.Memory` (uses ``self.db``, ``self._write``)."""
 
 from __future__ import annotations
