@@ -3,8 +3,8 @@ clips, and one real batched solver call on the EgoLife day."""
 
 import pytest
 
-from edge.filtering import filter_neighborhoods, filter_schema, neighborhood_text
 from edge.ingest.captions import ingest_caption_file
+from edge.recall.filtering import filter_neighborhoods, filter_schema, neighborhood_text
 from edge.recall.retrieval import ScoredClip, expand_neighbors, max_sim_retrieve
 from tests.conftest import EGOLIFE_DAY1, shared
 from tests.factories import add_clips

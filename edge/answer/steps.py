@@ -14,7 +14,6 @@ import numpy as np
 
 from edge.config import frames_dir
 from edge.decompose import decompose as decompose_question
-from edge.filtering import filter_neighborhoods
 from edge.prompts import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
@@ -26,6 +25,7 @@ from edge.prompts import (
     for_choices,
 )
 from edge.recall.expansion import expand_and_prune
+from edge.recall.filtering import filter_neighborhoods
 from edge.recall.retrieval import Neighborhood, ScoredClip, expand_neighbors
 from models.jsonstream import JsonFieldStream
 from models.llm import ContextOverflowError, LLMOutputError
