@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from edge.entities import (
+from edge.ingest.captions import read_caption_file
+from edge.recall.entities import (
     clips_with,
     entity_retrieve,
     episodes,
@@ -18,7 +19,6 @@ from edge.entities import (
     people_around,
     question_entities,
 )
-from edge.ingest.captions import read_caption_file
 from edge.store import INDEX_TYPES, MIGRATIONS, Memory, apply_migrations, connect
 from edge.store.entity_extract import extract_entities
 from edge.timeline import day_of

@@ -3,7 +3,7 @@ clip's times — people, proper names, objects and places per clip (EGAgent's en
 graph, in SQL). Rows are written with their clip (:meth:`~edge.store.Memory.store_clip`, one
 transaction) and filled for the clips of an older memory when m006 is applied. Extraction
 is :func:`edge.store.entity_extract.extract_entities` (rules, no model); the questions asked of it
-are in :mod:`edge.entities`. A mixin of :class:`edge.store.Memory` (uses ``self.db``).
+are in :mod:`edge.recall.entities`. A mixin of :class:`edge.store.Memory` (uses ``self.db``).
 """
 
 from __future__ import annotations

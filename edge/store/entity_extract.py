@@ -5,7 +5,7 @@ per ``(entity, kind, clip)`` with the clip's times, filled in the clip's own wri
 transaction (:meth:`~edge.store.Memory.store_clip`), so it keeps up with ingest; memories
 built before it are filled when m006 is applied on open. EGAgent (Meta 2026) answers
 EgoLifeQA's who / with whom / first / last / how often questions from such an entity scene
-graph in SQL; the queries over it are in :mod:`edge.entities`. This module is pure (no
+graph in SQL; the queries over it are in :mod:`edge.recall.entities`. This module is pure (no
 store, no model) so the store can call it inside a clip's write transaction.
 
 Extraction is rules only (no model, ~0.1 ms a clip; no hard-coded name list):
