@@ -22,8 +22,8 @@ from edge.answer import (
 )
 from edge.answer.distill import NOTE_OVERHEAD_TOKENS
 from edge.answer.question import Note, check_question_fits
-from edge.decompose import decompose
 from edge.ingest.captions import ingest_caption_file
+from edge.recall.decompose import decompose
 from edge.recall.expansion import Candidate
 from edge.recall.retrieval import ScoredClip, expand_neighbors
 from edge.store import INDEX_TYPES, Memory

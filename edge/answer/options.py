@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from edge.decompose import STYLES as DECOMPOSE_STYLES
 from edge.errors import AskError
+from edge.recall.decompose import STYLES as DECOMPOSE_STYLES
 from edge.store import INDEX_TYPES
 from edge.timeline import DAY_PARTS, TimeWindow
 
@@ -47,7 +47,7 @@ class AskOptions:
             (rrf/wrrf/max/sum/mean; ``rrf_k`` = K of RRF).
         decompose_style: ``phrases`` (atomic search phrases) or ``statements`` (the
             question rewritten as notes in the memory's style, HyDE;
-            :func:`edge.decompose.decompose`).
+            :func:`edge.recall.decompose.decompose`).
         dense_weight: with ``hybrid``, the weight of the max-sim list against BM25's 1
             in their fusion (weighted RRF; 1 = plain RRF).
             ``rrf_k``/``dense_weight`` ``None`` (the default): the values tuned for the

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from edge.config import frames_dir
-from edge.decompose import decompose as decompose_question
 from edge.prompts import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
@@ -24,6 +23,7 @@ from edge.prompts import (
     choice_schema,
     for_choices,
 )
+from edge.recall.decompose import decompose as decompose_question
 from edge.recall.expansion import expand_and_prune
 from edge.recall.filtering import filter_neighborhoods
 from edge.recall.retrieval import Neighborhood, ScoredClip, expand_neighbors

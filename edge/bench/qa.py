@@ -133,7 +133,7 @@ def retrieve_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: Ca
     ``clip<id>``, score), whether the anchors are the first N of that list, and ms."""
     subs: list[str] = []
     if opts.decompose:  # MARQUIS sub-queries, as ask's round 1 (one solver call)
-        from edge.decompose import decompose
+        from edge.recall.decompose import decompose
 
         subs = decompose(hub.llm("solver"), q.question, choices=opts.choices,
                          style=opts.decompose_style)

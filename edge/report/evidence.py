@@ -8,7 +8,7 @@ one clip, with its time, modality and source text.
 - **Query-conditioned claims** (§4.2), :func:`claims`: with a topic, one solver call reads
   the selected clips and writes the claims that bear on the topic, each naming its clip.
 - **QA evidence** (§4.3), :func:`qa_evidence`: with a topic and ``--qa N``, the topic is
-  split into sub-queries (:func:`edge.decompose.decompose`) and each is answered by
+  split into sub-queries (:func:`edge.recall.decompose.decompose`) and each is answered by
   ``ask`` inside the scope; the answer becomes a record tied to the clip it cites first.
 
 Which clips a report covers, :func:`select_clips`: with a topic, ``ask``'s first round over
@@ -287,7 +287,7 @@ def qa_evidence(memory: Memory, hub, topic: str, *, start: float | None, end: fl
     (kind ``qa``, origin ``solver``, text ``sub-query — answer``) tied to the first clip it
     cites. Sub-queries with no cited clip give nothing."""
     from edge.answer import ask
-    from edge.decompose import decompose
+    from edge.recall.decompose import decompose
     from edge.timeline import TimeWindow
 
     subs = decompose(hub.llm("solver"), topic, max_queries=n) or [topic]
