@@ -160,7 +160,7 @@ def test_a_changed_file_fails_the_size_check_at_load_and_verify(home, tmp_path, 
 
 
 def test_verify_and_the_load_check_hash_a_file_whose_size_did_not_change(home, tmp_path, run):
-    from edge.doctor import check_roles
+    from edge.cli.doctor import check_roles
 
     (home / "profiles.toml").write_text(  # a profile of the solver alone: nothing else loads
         '[profiles.only]\n[profiles.only.roles]\nsolver = "my-q8"\n', encoding="utf-8")

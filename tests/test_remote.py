@@ -294,7 +294,7 @@ def test_doctor_reports_remote_roles(server, clean_env):
     clean_env.setenv("EDGE_SOLVER_MODEL", "qwen-0.5b")
     clean_env.setenv("EDGE_MEMORY_LLM_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     clean_env.setenv("EDGE_MEMORY_LLM_MODEL", "gone")
-    from edge.doctor import check_roles
+    from edge.cli.doctor import check_roles
 
     hub = ModelHub(load_manifest().profile("tiny"), models_dir())
     rows = {r["role"]: r for r in check_roles(hub, load=False)}

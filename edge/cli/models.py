@@ -33,7 +33,7 @@ def models() -> None:
 @click.pass_obj
 def models_list(state: State, no_load: bool, as_json: bool) -> None:
     """Show each role of the profile: model, backend, where the weights are, whether it loads."""
-    from edge.doctor import check_roles
+    from edge.cli.doctor import check_roles
 
     rows = check_roles(state.hub(), load=not no_load)
     if as_json:
@@ -147,7 +147,7 @@ def models_user(as_json: bool) -> None:
 @click.pass_obj
 def doctor(state: State) -> None:
     """Check every role of the profile, sqlite-vec, video decoding and the memory file."""
-    from edge.doctor import run_checks
+    from edge.cli.doctor import run_checks
 
     ok = True
     hub = state.hub()

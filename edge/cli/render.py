@@ -402,7 +402,7 @@ def profile_line(profile) -> str:
 
 
 def check_line(check) -> str:
-    """``edge doctor``: one :class:`edge.doctor.Check`."""
+    """``edge doctor``: one :class:`edge.cli.doctor.Check`."""
     return f"{'ok  ' if check.ok else 'FAIL'}  {check.name:22} {check.detail}"
 
 
