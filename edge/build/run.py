@@ -25,10 +25,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edge.store.embedding import memory_embedder
 from edge.build.keys import ClipKeys, extract_keys
 from edge.build.pyramid import Pyramid, PyramidOptions, extract_clip_memory
 from edge.store import KEY_TYPES, BuildResult, Memory, QueueItem
+from edge.store.embedding import memory_embedder
 from models.cancel import GenerationCancelled
 
 

@@ -34,7 +34,13 @@ links and global nodes). Import the names from here.
 
 from edge.build.pyramid.builder import Pyramid, summary_text
 from edge.build.pyramid.clip_memory import ClipMemory, extract_clip_memory, extractive_clip_memory
-from edge.build.pyramid.options import ROLE_CLIP, ROLE_GLOBAL, ROLE_LINKS, PyramidCounts, PyramidOptions
+from edge.build.pyramid.options import (
+    ROLE_CLIP,
+    ROLE_GLOBAL,
+    ROLE_LINKS,
+    PyramidCounts,
+    PyramidOptions,
+)
 
 __all__ = [
     "ROLE_CLIP", "ROLE_GLOBAL", "ROLE_LINKS", "ClipMemory", "Pyramid", "PyramidCounts",

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from edge.build.keys import clean_text
-from edge.prompts import GLOBAL_PROMPT, LINK_PROMPT, link_schema
 from edge.build.pyramid.clip_memory import ClipMemory
 from edge.build.pyramid.options import ROLE_GLOBAL, ROLE_LINKS, PyramidCounts, PyramidOptions
+from edge.prompts import GLOBAL_PROMPT, LINK_PROMPT, link_schema
 from edge.store import Fact, Memory
 from edge.timeline import format_moment
 from models.llm import ContextOverflowError, LLMOutputError

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edge.build.keys import ClipKeys, clean_text, extractive_keys, split_sentences
-from edge.store.entity_extract import acting_names, shown_name
+from edge.build.pyramid.options import ROLE_CLIP, PyramidOptions
 from edge.prompts import (
     CLIP_PROMPT,
     EXAMPLE_CLIP_KEYS,
@@ -27,8 +27,8 @@ from edge.prompts import (
     KEYS_HELP,
     clip_schema,
 )
-from edge.build.pyramid.options import ROLE_CLIP, PyramidOptions
 from edge.store import KEY_TYPES, Fact
+from edge.store.entity_extract import acting_names, shown_name
 from models.llm import ContextOverflowError, LLMOutputError
 
 
