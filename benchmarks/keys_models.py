@@ -5,7 +5,7 @@ with the production prompt and schema: ``--call keys`` the keys-only call
 (``edge.build.keys.extract_keys``, ``edge ingest --no-pyramid``), ``--call clip`` the pyramid's
 per-clip call that also writes the fact nodes (``edge.build.pyramid.extract_clip_memory``, what
 ``edge build`` runs by default). ``--grammar`` picks when llama.cpp's JSON grammar
-constrains the reply (``models.llm.LlamaCppLLM``). Quality is agreement
+constrains the reply (``models.llama_chat.LlamaCppLLM``). Quality is agreement
 with the file's reference keys (written by GPT-5-mini in the MERIT repository): the cosine
 similarity of MiniLM embeddings, per key type. Also reported: the share of calls that gave
 valid JSON (the rest fall back to extractive keys), the calls, tokens evaluated and

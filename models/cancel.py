@@ -4,7 +4,7 @@
 block stop soon after ``event`` is set (the chat's Esc and Ctrl+Q): the call raises
 :class:`GenerationCancelled` instead of returning. The scope is per thread, so a question
 cancelled in the chat never stops a call that another thread makes on the same shared model.
-How each backend stops: :class:`models.llm.LlamaCppLLM` aborts llama.cpp's decoding between
+How each backend stops: :class:`models.llama_chat.LlamaCppLLM` aborts llama.cpp's decoding between
 two graph nodes (prompt reading and generation alike); :class:`models.remote.RemoteLLM`
 stops waiting for the server (:func:`run_cancellable`).
 """

@@ -146,7 +146,7 @@ class LlamaCppEmbedder:
     ) -> None:
         import llama_cpp
 
-        from models.llm import keep_std_streams
+        from models.llama_session import keep_std_streams
 
         keep_std_streams()
         batch_tokens = max(batch_tokens or max_tokens, max_tokens)

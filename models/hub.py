@@ -90,7 +90,7 @@ class ModelHub:
                                     document_prefix=spec.option("document_prefix", ""),
                                     threads=self.threads, usage=self.usage)
         if spec.backend == "llama.cpp":
-            from models.llm import LlamaCppLLM
+            from models.llama_chat import LlamaCppLLM
 
             return LlamaCppLLM(path, name=spec.name, n_ctx=spec.option("n_ctx", 4096),
                                grammar=spec.option("grammar", "on_failure"),
@@ -195,7 +195,7 @@ class ModelHub:
 
     def reset_caches(self) -> None:
         """Empty the KV caches and prompt-prefix snapshots of the loaded local LLMs
-        (:meth:`models.llm.LlamaCppLLM.reset`); the models stay loaded."""
+        (:meth:`models.llama_chat.LlamaCppLLM.reset`); the models stay loaded."""
         with self._lock:
             models = list(self._cache.values())
         for model in models:

@@ -157,10 +157,10 @@ def compose_caption(description: str, transcript: str, *, model: str, frames: in
 
 def _quiet_mtmd() -> None:
     """Route libmtmd's per-image logging to the Python logger ``llama_cpp``
-    (:func:`models.llm.llama_log_callback`), not the terminal."""
+    (:func:`models.llama_session.llama_log_callback`), not the terminal."""
     import llama_cpp.mtmd_cpp as mtmd
 
-    from models.llm import llama_log_callback
+    from models.llama_session import llama_log_callback
 
     mtmd.mtmd_log_set(llama_log_callback(), ctypes.c_void_p(0))
     mtmd.mtmd_helper_log_set(llama_log_callback(), ctypes.c_void_p(0))
@@ -208,7 +208,7 @@ class LlamaCppVLMCaptioner:
                  usage: UsageMeter | None = None) -> None:
         from llama_cpp import Llama
 
-        from models.llm import keep_std_streams
+        from models.llama_session import keep_std_streams
 
         keep_std_streams()
         _quiet_mtmd()

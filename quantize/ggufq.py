@@ -169,7 +169,7 @@ def _run_llama_quantize(src: Path, dst: Path, ftype: int, *, allow_requantize: b
     warnings/errors it logged become the :class:`QuantizeError` message when it fails."""
     import llama_cpp
 
-    from models.llm import keep_std_streams
+    from models.llama_session import keep_std_streams
 
     keep_std_streams()  # llama.cpp's log -> the Python logger, not the terminal
     params = llama_cpp.llama_model_quantize_default_params()

@@ -227,7 +227,7 @@ def llm_keys_run(artifact: Artifact, captions: list[str], threads: int = 2) -> d
     import llama_cpp
 
     from edge.build.keys import extract_keys
-    from models.llm import LlamaCppLLM
+    from models.llama_chat import LlamaCppLLM
 
     t0 = time.perf_counter()
     llm = LlamaCppLLM(artifact.path, name=artifact.name, threads=threads)
@@ -254,7 +254,7 @@ def llm_perplexity_run(artifact: Artifact, text: str, window: int = 512,
     part of each chunk); ``exp(mean negative log-likelihood)``."""
     from llama_cpp import Llama
 
-    from models.llm import keep_std_streams
+    from models.llama_session import keep_std_streams
 
     keep_std_streams()
     llm = Llama(model_path=str(artifact.path), n_ctx=window, n_batch=window,

@@ -45,7 +45,7 @@ def day(tmp_path_factory, hub):
 
 def _solver_calls(hub, mark, *, retries: bool = False) -> int:
     """Solver calls since ``mark``; without ``retries``, a call that asked again for a reply
-    that broke its JSON schema (:meth:`models.llm.LlamaCppLLM.chat_json`) is not counted."""
+    that broke its JSON schema (:meth:`models.llama_chat.LlamaCppLLM.chat_json`) is not counted."""
     recs = [r for r in hub.usage.records[mark:] if r.role == "solver"]
     return sum(1 for r in recs if retries or not r.retry)
 

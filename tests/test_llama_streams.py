@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent("""
     import logging, sys, threading, time
     from edge.config import models_dir
     from models import load_manifest
-    from models.llm import LlamaCppLLM
+    from models.llama_chat import LlamaCppLLM
     from models.resolve import resolve_weights
 
     spec = load_manifest().profile("tiny").spec("memory_llm")

@@ -135,7 +135,7 @@ def test_requantizing_smollm2_is_refused_with_the_reason_unless_allowed(smollm2,
     assert out.stat().st_size < smollm2.stat().st_size  # Q4_0 drops Q4_1's per-block minimum
     from llama_cpp import Llama
 
-    from models.llm import keep_std_streams
+    from models.llama_session import keep_std_streams
 
     keep_std_streams()
     llm = Llama(model_path=str(out), n_ctx=64, n_threads=2, verbose=False)

@@ -52,7 +52,7 @@ def choice_scores(run: Run, packed: list[Packed]) -> dict[str, dict[str, float]]
     """Per option letter: ``letter`` P(letter) (0–1, summing to 1 over the options),
     ``yes`` P(yes) of its verification (0–1) and ``score``, the normalised product
     (0–1, summing to 1). ``1 + len(choices)`` solver calls, none generating; raises as
-    :meth:`models.llm.LlamaCppLLM.choice_probabilities`."""
+    :meth:`models.llama_chat.LlamaCppLLM.choice_probabilities`."""
     notes = numbered_notes(packed) or "(none)"
     letters, choices = run.opts.letters, run.opts.choices or []
     p = run.prompt

@@ -5,7 +5,7 @@ MARQUIS scores each extracted claim against its video with a calibrated uncertai
 model (CLUE) and drops claims below a threshold before writing. On the device the solver
 plays that part: asked "is the claim supported by the clip's notes? yes or no", its
 probability of *yes* is read off the first reply token's distribution
-(:meth:`models.llm.LlamaCppLLM.yes_probability`: no token generated, the clip's notes shared
+(:meth:`models.llama_chat.LlamaCppLLM.yes_probability`: no token generated, the clip's notes shared
 as a KV-cached prefix by all the claims of one clip). A backend that gives no token
 probabilities (a remote server) is asked for a verbalised score 0–100 instead
 (:func:`verbalised_support`), one short JSON reply per claim.

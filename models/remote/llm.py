@@ -1,6 +1,6 @@
 """The chat-completions client behind every remote LLM role: :class:`RemoteLLM`.
 
-Structured output has the same contract as :class:`models.llm.LlamaCppLLM.chat_json`: the
+Structured output has the same contract as :class:`models.llama_chat.LlamaCppLLM.chat_json`: the
 server constrains the reply with the JSON schema where it supports it (``json_schema`` is
 the OpenAI form; ``json_object`` with a ``schema`` is llama.cpp's; ``auto`` tries them in
 that order and remembers what the server accepted), then parse → validate → one repair call
@@ -43,7 +43,7 @@ class _FormatRejected(RemoteError):
 
 class RemoteLLM:
     """An LLM role served by an OpenAI-compatible server; a drop-in for
-    :class:`models.llm.LlamaCppLLM` (``chat``, ``chat_json``, ``count_tokens``, ``truncate``,
+    :class:`models.llama_chat.LlamaCppLLM` (``chat``, ``chat_json``, ``count_tokens``, ``truncate``,
     ``n_ctx``, ``close``).
 
     Token counts for budgeting are estimates (3 UTF-8 bytes per token, on the safe side of
@@ -228,7 +228,7 @@ class RemoteLLM:
         """One chat completion, counted under ``role`` (as a retry with ``retry``); with
         ``schema`` the server is asked to constrain the reply (see the module docstring).
         ``on_token`` is accepted for the same signature as
-        :meth:`models.llm.LlamaCppLLM.chat` but nothing is streamed: it is called once, on
+        :meth:`models.llama_chat.LlamaCppLLM.chat` but nothing is streamed: it is called once, on
         this thread, with the whole text when the reply has come (the request waits on
         another thread to stay cancellable). ``tokens_evaluated`` equals
         ``tokens_in`` (the server does not say what its cache served); ``keep_prefix`` is
@@ -282,7 +282,7 @@ class RemoteLLM:
         """A JSON object that validates against ``schema``: parse → validate → one repair
         call showing the broken reply and the error → :class:`LLMOutputError`. Request
         errors are those of :meth:`chat`. ``on_token`` sees the first reply only, in one
-        piece (:meth:`chat`), as with :meth:`models.llm.LlamaCppLLM.chat_json`;
+        piece (:meth:`chat`), as with :meth:`models.llama_chat.LlamaCppLLM.chat_json`;
         ``keep_prefix``: see :meth:`chat`."""
         import jsonschema
 

@@ -22,7 +22,7 @@ rest and updates the overall (``all``) node at the end of an ingest run. PyraVid
 global node on every clip (App. B.3); every K clips is our cost bound.
 
 Output discipline: a reply validated against its schema, one retry under the schema's
-grammar (:meth:`models.llm.LlamaCppLLM.chat_json`), then a marked fallback: extractive keys
+grammar (:meth:`models.llama_chat.LlamaCppLLM.chat_json`), then a marked fallback: extractive keys
 (``origin='extractive'``) and facts cut from the caption's sentences (``origin='extractive'``)
 — never a crash, never silently empty.
 
