@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from edge.cli.render import AskStream
+from edge.cli.render.ask import AskStream
 
 
 def test_pieces_of_the_answer_follow_their_step_on_one_line(capsys, monkeypatch):

@@ -12,7 +12,7 @@ from edge.answer.citations import (
     clip_text,
     stem,
 )
-from edge.cli.render import answer_lines
+from edge.cli.render.ask import answer_lines
 from tests.factories import add_clips
 
 Q = "What text did I see on the screen?"

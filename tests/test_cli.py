@@ -178,14 +178,14 @@ def test_the_readme_names_a_broken_file_with_the_word_ingest_prints():
     import re
     from types import SimpleNamespace
 
-    from edge.cli import render
+    from edge.cli.render.ingest import ingest_lines
     from edge.ingest.memory_writer import SourceResult
 
     report = SimpleNamespace(
         results=[SourceResult("broken.mp4", "failed", message="empty file")], media_seconds=0,
         usage={"llm": {"calls": 0, "tokens_in": 0, "tokens_out": 0}}, clips_added=0,
         seconds=0.1)
-    lines = render.ingest_lines(report, ROOT / "m.db", {"clips": 0, "hours": 0.0})
+    lines = ingest_lines(report, ROOT / "m.db", {"clips": 0, "hours": 0.0})
     printed = lines[0].split()[1]
     assert (lines[0].split()[0], printed) == ("!", "failed")
     readme = " ".join((ROOT / "README.md").read_text().split())

@@ -134,7 +134,7 @@ def test_files_sharing_an_mtime_are_placed_one_after_the_other(hub, tmp_path):
     """Copied files without a container start share their modification time: the second is
     moved after the first (their clips never share seconds), and each file's line says which
     start it got and why."""
-    from edge.cli.render import ingest_lines
+    from edge.cli.render.ingest import ingest_lines
     from edge.store import Memory
 
     d = tmp_path / "copied"

@@ -28,6 +28,7 @@ from edge.cli.options import (
     scope_settings,
     top_n_option,
 )
+from edge.cli.render.ask import AskStream, answer_lines
 
 
 @click.command()
@@ -69,7 +70,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
 
     retrieval_opts = retrieval_settings(retrieval, key_types, fusion, rrf_k)
     scope = scope_settings(at, from_, to, auto_window)
-    stream = render.AskStream()
+    stream = AskStream()
     with open_memory(state, create=False, reading=True) as memory:
         hub = state.hub()
         try:
@@ -85,7 +86,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
     if as_json:
         render.echo_json(result.as_dict())
         return
-    render.echo(render.answer_lines(result))
+    render.echo(answer_lines(result))
 
 
 @click.command()

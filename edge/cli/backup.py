@@ -12,6 +12,7 @@ import click
 
 from edge.cli import render
 from edge.cli.options import State, memory_options, open_memory
+from edge.cli.render.status import backup_lines
 from edge.config import frames_dir
 from edge.errors import StoreError
 
@@ -37,7 +38,7 @@ def backup(state: State, dest: Path, force: bool) -> None:
         if dest.exists() and not force:
             raise StoreError(f"{dest} already exists; use --force to replace it")
         clips, frames = _backup(memory, dest)
-    render.echo(render.backup_lines(state.memory_path, dest, clips, frames))
+    render.echo(backup_lines(state.memory_path, dest, clips, frames))
 
 
 def _backup(memory, dest: Path) -> tuple[int, tuple[int, int] | None]:

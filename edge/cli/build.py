@@ -15,6 +15,7 @@ import click
 
 from edge.cli import render
 from edge.cli.options import State, json_option, memory_options, open_memory
+from edge.cli.render.ingest import build_line
 
 
 class StopAfterClip:
@@ -165,6 +166,6 @@ def build_command(state: State, pyramid: bool, links: bool, max_candidates: int,
         render.echo_json({**report.as_dict(), "backlog": backlog,
                           "memory": str(state.memory_path)})
     else:
-        click.echo(render.build_line(report, backlog))
+        click.echo(build_line(report, backlog))
     if report.interrupted:
         raise SystemExit(130)

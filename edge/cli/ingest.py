@@ -13,6 +13,13 @@ import click
 
 from edge.cli import render
 from edge.cli.options import State, json_option, memory_options, open_memory, pyramid_options
+from edge.cli.render.ingest import (
+    INTERRUPTED,
+    build_line,
+    captions_line,
+    ingest_lines,
+    is_failure_line,
+)
 
 
 class IngestRun:
@@ -54,7 +61,7 @@ def ingest_run(state: State, command: str, unit: str, desc: str) -> Iterator[Ing
         try:
             yield run
         except KeyboardInterrupt:
-            click.echo(render.INTERRUPTED, err=True)
+            click.echo(INTERRUPTED, err=True)
             raise SystemExit(130) from None
         finally:
             if run.bar is not None:
@@ -79,9 +86,9 @@ def build_now(run: IngestRun, state: State, command: str, *, links: bool,
                                global_every=global_every, command=command)
         run.stats = memory.stats()
     if report.interrupted:
-        click.echo(render.build_line(report, run.stats["backlog"]), err=True)
+        click.echo(build_line(report, run.stats["backlog"]), err=True)
         raise SystemExit(130)
-    return render.build_line(report, run.stats["backlog"])
+    return build_line(report, run.stats["backlog"])
 
 
 def later_line(stats: dict) -> str:
@@ -152,9 +159,9 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
         render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
                           "memory_stats": run.stats})
     else:
-        for line in [*render.ingest_lines(report, state.memory_path, run.stats),
+        for line in [*ingest_lines(report, state.memory_path, run.stats),
                      *([built] if built else [])]:
-            click.echo(line, err=render.is_failure_line(line))  # failures on stderr
+            click.echo(line, err=is_failure_line(line))  # failures on stderr
     if failed:
         raise SystemExit(1)
 
@@ -196,6 +203,6 @@ def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | N
                           "realtime_seconds": realtime_seconds, "usage": run.usage,
                           "memory": str(state.memory_path), "memory_stats": run.stats})
         return
-    click.echo(render.captions_line(result, file, seconds, state.memory_path, run.stats))
+    click.echo(captions_line(result, file, seconds, state.memory_path, run.stats))
     if built:
         click.echo(built)

@@ -11,6 +11,15 @@ import click
 from edge import config
 from edge.cli import render
 from edge.cli.options import State, json_option, load_manifest, memory_options
+from edge.cli.render.models import (
+    added_lines,
+    check_line,
+    profile_line,
+    pulled_lines,
+    recommended_lines,
+    role_lines,
+    user_model_lines,
+)
 from models.user import BACKENDS
 
 
@@ -39,9 +48,9 @@ def models_list(state: State, no_load: bool, as_json: bool) -> None:
     if as_json:
         render.echo_json(rows, ensure_ascii=True)
         return
-    render.echo(render.role_lines(state.profile_name, rows))
-    render.echo(render.recommended_lines(recommended_rows(), config.models_dir()))
-    render.echo(render.user_model_lines(user_rows(full=False), _title()))
+    render.echo(role_lines(state.profile_name, rows))
+    render.echo(recommended_lines(recommended_rows(), config.models_dir()))
+    render.echo(user_model_lines(user_rows(full=False), _title()))
 
 
 def _title() -> str:
@@ -66,7 +75,7 @@ def models_recommended(as_json: bool) -> None:
     if as_json:
         render.echo_json(rows, ensure_ascii=True)
         return
-    render.echo(render.recommended_lines(rows, config.models_dir()))
+    render.echo(recommended_lines(rows, config.models_dir()))
 
 
 @models.command("pull")
@@ -81,7 +90,7 @@ def models_pull(name: str) -> None:
         files = pull(spec, config.models_dir())
     except PullError as e:
         raise click.ClickException(str(e)) from None
-    render.echo(render.pulled_lines(name, files))
+    render.echo(pulled_lines(name, files))
 
 
 @models.command("add")
@@ -109,7 +118,7 @@ def models_add(name: str, path: Path, backend: str, derived_from: str | None,
     spec = register_artifact(user_file, name, path, backend=backend, description=description,
                              derived_from=derived_from, quant_type=quant, force=force,
                              options={"n_ctx": n_ctx, "dim": dim, "max_tokens": max_tokens})
-    render.echo(render.added_lines(spec, user_file))
+    render.echo(added_lines(spec, user_file))
 
 
 @models.command("verify")
@@ -122,7 +131,7 @@ def models_verify(name: str | None, as_json: bool) -> None:
     if as_json:
         render.echo_json(rows, ensure_ascii=True)
     else:
-        render.echo(render.user_model_lines(rows, f"model {name}" if name else _title()) or
+        render.echo(user_model_lines(rows, f"model {name}" if name else _title()) or
                     [f"no registered model files in {config.user_profiles_file()}"])
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
@@ -137,7 +146,7 @@ def models_user(as_json: bool) -> None:
     if as_json:
         render.echo_json(rows, ensure_ascii=True)
         return
-    render.echo(render.user_model_lines(rows, _title()) or
+    render.echo(user_model_lines(rows, _title()) or
                 [f"no registered model files in {config.user_profiles_file()}; "
                  "add one with `edge models add NAME PATH --backend ...`"])
 
@@ -151,9 +160,9 @@ def doctor(state: State) -> None:
 
     ok = True
     hub = state.hub()
-    click.echo(render.profile_line(hub.profile))
+    click.echo(profile_line(hub.profile))
     for check in run_checks(hub, state.memory_path):
         ok &= check.ok
-        click.echo(render.check_line(check))
+        click.echo(check_line(check))
     if not ok:
         raise SystemExit(1)

@@ -16,6 +16,7 @@ from edge.cli.options import (
     open_memory,
     pyramid_options,
 )
+from edge.cli.render.status import FORCED_STOP, status_lines
 
 
 def parse_size(value: str | None, name: str) -> int | None:
@@ -165,7 +166,7 @@ def record(state: State, camera: str | None, url: str | None, watch: Path | None
         code = recorder.run()  # a RecordError is one line and exit 1, like every user error
     except KeyboardInterrupt:
         recorder.mark_stopped()
-        click.echo(render.FORCED_STOP, err=True)
+        click.echo(FORCED_STOP, err=True)
         raise SystemExit(130) from None
     raise SystemExit(code)
 
@@ -187,4 +188,4 @@ def status(state: State, as_json: bool) -> None:
         render.echo_json({"recorder": s, "memory": str(state.memory_path),
                           "memory_stats": stats})
         return
-    render.echo(render.status_lines(s, state.memory_path, stats))
+    render.echo(status_lines(s, state.memory_path, stats))

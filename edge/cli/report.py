@@ -8,6 +8,8 @@ import click
 
 from edge.cli import render
 from edge.cli.options import State, json_option, memory_options, open_memory, record_calls
+from edge.cli.render.ask import AskStream
+from edge.cli.render.report import report_lines, report_markdown
 
 
 @click.command()
@@ -73,7 +75,7 @@ def report(state: State, day: str | None, from_: str | None, to: str | None,
                 raise ReportError(f"no clip on {label}; the memory holds {', '.join(days)}")
             start, end = span
         hub = state.hub()
-        stream = render.AskStream()
+        stream = AskStream()
         try:
             rep = make_report(memory, hub, start=start, end=end, label=label, topic=topic,
                               style=style, threshold=threshold, max_clips=max_clips, qa=qa,
@@ -90,7 +92,7 @@ def report(state: State, day: str | None, from_: str | None, to: str | None,
     if as_json:
         render.echo_json(rep.as_dict())
     elif as_md:
-        click.echo(render.report_markdown(rep))
+        click.echo(report_markdown(rep))
     else:
-        render.echo(render.report_lines(rep))
+        render.echo(report_lines(rep))
 

@@ -26,6 +26,7 @@ from edge.cli.options import (
     scope_settings,
     top_n_option,
 )
+from edge.cli.render.ask import search_lines
 
 EXCERPT = 200
 """Characters of a moment's caption (whitespace collapsed) in ``edge search``'s output."""
@@ -102,4 +103,4 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     if as_json:
         render.echo_json(result)
         return
-    render.echo(render.search_lines(result))
+    render.echo(search_lines(result))

@@ -6,6 +6,7 @@ import click
 
 from edge.cli import render
 from edge.cli.options import State, json_option, memory_options, open_memory
+from edge.cli.render.status import stats_lines
 
 
 @click.command()
@@ -21,4 +22,4 @@ def stats(state: State, as_json: bool) -> None:
     if as_json:
         render.echo_json(s, ensure_ascii=True)
         return
-    render.echo(render.stats_lines(s, state.memory_path))
+    render.echo(stats_lines(s, state.memory_path))
