@@ -115,7 +115,8 @@ def test_a_reembedding_of_another_embedder_restarts_and_the_active_one_is_refuse
 
 
 def test_m009_records_minilm_for_a_memory_built_before_it(tmp_path):
-    from edge.store.schema import MIGRATIONS, apply_migrations, connect
+    from edge.store.migrations import MIGRATIONS
+    from edge.store.schema import apply_migrations, connect
 
     path = tmp_path / "old.db"
     db = connect(path)

@@ -11,14 +11,18 @@ The package, in reading order:
 
 - ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
   GlobalNode, Link).
-- ``schema``: ``connect``, the write transaction, the migrations m001–m008,
+- ``migrations``: the migrations m001–m009, their SQL as shipped (:data:`MIGRATIONS`).
+- ``schema``: ``connect``, the write transaction, applying the migrations,
   ``sqlite_versions`` (for ``edge doctor``).
 - ``memory``: :class:`Memory`, the façade; it inherits the methods below.
 - ``clips`` (sources, clips), ``vectors`` (KNN over keys and facts), ``keyindex`` (the
   whole-history key index beside SQLite for large memories), ``text`` (BM25),
   ``graph`` (the pyramid), ``entities`` (the entity-time index: people, objects, places
   per clip with its times), ``queue`` (the deferred LLM tier's work per clip and the build
-  log), ``accounting`` (calls, runs, stats).
+  log), ``accounting`` (calls, runs, stats), ``spaces`` (which embedder wrote the vectors;
+  re-embedding).
+- ``entity_extract``: the rules that fill the entity-time index (no model), and
+  ``embedding``: the embedder a memory is searched and written with (its vectors' own).
 - ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query,
   and :func:`~edge.store.scope.day_scope`, the ``key_vec`` day partitions it spans.
 """
@@ -26,6 +30,7 @@ The package, in reading order:
 from edge.errors import StoreError
 from edge.store.entities import EntityRow
 from edge.store.memory import Memory, ReadOnlyMemoryError, same_file, write_error
+from edge.store.migrations import MIGRATIONS
 from edge.store.queue import BuildResult, QueueItem
 from edge.store.records import (
     EMBED_DIM,
@@ -38,7 +43,7 @@ from edge.store.records import (
     Link,
     Source,
 )
-from edge.store.schema import MIGRATIONS, apply_migrations, connect, sqlite_versions
+from edge.store.schema import apply_migrations, connect, sqlite_versions
 from edge.store.scope import time_scope
 
 __all__ = [

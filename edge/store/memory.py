@@ -14,8 +14,9 @@ from edge.store.accounting import Accounting
 from edge.store.clips import ClipStore
 from edge.store.entities import EntityIndex
 from edge.store.graph import Graph
+from edge.store.migrations import MIGRATIONS
 from edge.store.queue import BuildQueue
-from edge.store.schema import MIGRATIONS, apply_migrations, connect, write_transaction
+from edge.store.schema import apply_migrations, connect, write_transaction
 from edge.store.spaces import VectorSpaces
 from edge.store.text import TextIndex
 from edge.store.vectors import VectorIndex

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edge.store.migrations import fact_vec_sql, key_vec_sql
 from edge.store.records import VectorSpace
-from edge.store.schema import fact_vec_sql, key_vec_sql
 from edge.store.scope import day_of
 
 _COLS = "id, embedder, dim, key_table, fact_table, state, key_upto, fact_upto"
