@@ -158,12 +158,19 @@ class ClipStore:
             if clip_node is not None:
                 self.db.execute("INSERT INTO nodes_clip(clip_id, summary, scene, origin) "
                                 "VALUES(?,?,?,?)", (clip_id, *clip_node))
-            self._index_clip_text(clip_id, caption, transcript, keys, facts)
-            index_clip_entities(self.db, clip_id, t_start, t_end, caption, transcript,
-                                {k: t for k, (t, _) in keys.items()},
-                                [n for f in facts for n in f.names])
+            self._index_clip(clip_id, t_start, t_end, caption, transcript, keys, facts)
             self._enqueue(clip_id, *build)
             return clip_id, True
+
+    def _index_clip(self, clip_id: int, t_start: float, t_end: float, caption: str,
+                    transcript: str, keys: dict[str, tuple[str, str]],
+                    facts: Sequence[Fact]) -> None:
+        """Index a clip being stored (the caller's transaction): its text for BM25 and its
+        entities (people named by ``facts`` included) for the entity-time index."""
+        self._index_clip_text(clip_id, caption, transcript, keys, facts)
+        index_clip_entities(self.db, clip_id, t_start, t_end, caption, transcript,
+                            {k: t for k, (t, _) in keys.items()},
+                            [n for f in facts for n in f.names])
 
     def _add_keys(self, clip_id: int, clip_end: float, keys: dict[str, tuple[str, str]],
                   vectors: dict[str, np.ndarray]) -> None:
