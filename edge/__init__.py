@@ -1,6 +1,12 @@
 """edge: on-device episodic memory for egocentric footage.
 
-media → perception → memory → recall → answer. The public API used by the CLI and the TUI:
+The stages, one package each, in the order the data flows: :mod:`edge.ingest` (media,
+perception, the memory writer: the real-time tier) → :mod:`edge.build` (the LLM tier: keys,
+pyramid) → :mod:`edge.store` → :mod:`edge.recall` → :mod:`edge.answer`, then
+:mod:`edge.report`, :mod:`edge.bench`, :mod:`edge.record` and :mod:`edge.cli`; the modules
+at this root (config, errors, prompts, stages, timeline) are shared by all of them.
+
+The public API used by the CLI and the TUI:
 :class:`Memory` (the store), :func:`ingest_paths` / :func:`ingest_caption_file` (memory
 construction, both through the memory writer: :func:`write_clip`, or
 :func:`edge.ingest.memory_writer.write_clips` for caption batches without a pyramid),

@@ -6,8 +6,9 @@
   decorators several commands share;
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
   :mod:`~edge.cli.build` (build: the deferred LLM tier), ask (ask, chat), search, stats,
-  models (models, doctor), record (record, status), backup, bench;
-- :mod:`~edge.cli.render`: everything the commands print.
+  models (models, doctor), record (record, status), backup, bench, report;
+- :mod:`~edge.cli.doctor`: the health checks behind ``edge doctor`` and ``edge models list``;
+- :mod:`~edge.cli.render`: everything the commands print, a module per command group.
 - ``__main__``: ``python -m edge.cli``.
 """
 
