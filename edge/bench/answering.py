@@ -19,8 +19,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
-import numpy as np
-
 from edge.answer import ask
 from edge.answer.options import AskOptions
 from edge.answer.question import start
@@ -29,6 +27,7 @@ from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
 from .judge import judge_answer
+from .measure import percentiles
 from .qa import CaptionIndex, groups, question_row, window_hits
 from .questions import QAQuestion
 
@@ -155,7 +154,7 @@ def run_answers(memory: Memory, hub, questions: list[QAQuestion], index: Caption
     return [by_id[q.id] for q in questions]
 
 
-def _mean(values: list[float], digits: int = 3) -> float | None:
+def mean_or_none(values: list[float], digits: int = 3) -> float | None:
     """The mean rounded to ``digits`` (an int for 0), ``None`` without values."""
     if not values:
         return None
@@ -170,30 +169,26 @@ def summarize_answers(rows: list[dict]) -> dict:
     if not rows:
         return {"n": 0}
     scored = [r for r in rows if r["scored"]]
-    secs = [r["seconds"] for r in rows]
     return {"n": len(rows), "scored": len(scored), "loss": loss_summary(rows),
-            "accuracy": _mean([float(r["correct"]) for r in rows]),
-            "hit@Δ2": _mean([float(r["hit@Δ2"]) for r in scored]),
-            "all@Δ2": _mean([float(r["all@Δ2"]) for r in scored]),
-            "rounds_mean": _mean([r["rounds"] for r in rows], 2),
-            "calls_mean": _mean([r["calls"] for r in rows], 2),
-            "rounds_1": _mean([float(r["rounds"] == 1) for r in rows]),
-            "tokens_in_mean": _mean([r["tokens_in"] for r in rows], 0),
-            "tokens_evaluated_mean": _mean([r.get("tokens_evaluated", r["tokens_in"])
+            "accuracy": mean_or_none([float(r["correct"]) for r in rows]),
+            "hit@Δ2": mean_or_none([float(r["hit@Δ2"]) for r in scored]),
+            "all@Δ2": mean_or_none([float(r["all@Δ2"]) for r in scored]),
+            "rounds_mean": mean_or_none([r["rounds"] for r in rows], 2),
+            "calls_mean": mean_or_none([r["calls"] for r in rows], 2),
+            "rounds_1": mean_or_none([float(r["rounds"] == 1) for r in rows]),
+            "tokens_in_mean": mean_or_none([r["tokens_in"] for r in rows], 0),
+            "tokens_evaluated_mean": mean_or_none([r.get("tokens_evaluated", r["tokens_in"])
                                             for r in rows], 0),
-            "tokens_out_mean": _mean([r["tokens_out"] for r in rows], 0),
+            "tokens_out_mean": mean_or_none([r["tokens_out"] for r in rows], 0),
             **_percentiles(rows, "calls", 0), **_percentiles(rows, "tokens_in", 0),
-            **_percentiles(rows, "tokens_out", 0),
-            "seconds_p50": round(float(np.percentile(secs, 50)), 1),
-            "seconds_p95": round(float(np.percentile(secs, 95)), 1),
+            **_percentiles(rows, "tokens_out", 0), **_percentiles(rows, "seconds", 1),
             "by_round": rounds_table(rows)}
 
 
 def _percentiles(rows: list[dict], key: str, digits: int) -> dict:
-    """``<key>_p50``/``<key>_p95`` of ``rows`` (numpy's linear interpolation), rounded."""
-    values = [r[key] for r in rows]
-    return {f"{key}_p{q}": round(float(np.percentile(values, q)), digits or None)
-            for q in (50, 95)}
+    """``<key>_p50``/``<key>_p95`` of ``rows`` (:func:`~edge.bench.measure.percentiles`),
+    rounded to ``digits`` (0: whole numbers)."""
+    return {f"{key}_{q}": v for q, v in percentiles((r[key] for r in rows), digits=digits).items()}
 
 
 def rounds_table(rows: list[dict]) -> list[dict]:
@@ -213,7 +208,7 @@ def rounds_table(rows: list[dict]) -> list[dict]:
                 and r["first_hit_round"] <= n]
         out.append({"round": n, "answered": round(len(at) / len(rows), 3),
                     "cumulative": round(done / len(rows), 3),
-                    "accuracy": _mean([float(r["correct"]) for r in at]),
+                    "accuracy": mean_or_none([float(r["correct"]) for r in at]),
                     "cumulative_hit": round(len(hits) / len(scored), 3) if scored else None})
     return out
 
@@ -226,7 +221,7 @@ def loss_summary(rows: list[dict]) -> dict | None:
         return None
     out: dict = {"n": len(full)}
     for step in LOSS_STEPS:
-        out[step] = _mean([float(r["correct" if step == "loop" else step]) for r in full])
+        out[step] = mean_or_none([float(r["correct" if step == "loop" else step]) for r in full])
     return out
 
 

@@ -29,7 +29,7 @@ from edge.recall.retrieval import max_sim_retrieve
 from edge.store import INDEX_TYPES, Memory
 from edge.store.keyindex import KeyIndex, index_path
 
-from .measure import self_rss_mb
+from .measure import percentiles, self_rss_mb
 
 DIM = 384
 """MiniLM's width, a new memory's; EmbeddingGemma's is 768 or a Matryoshka cut (512)."""
@@ -99,10 +99,8 @@ def build_synthetic(path: Path, n_vectors: int, dim: int = DIM,
 
 
 def _pct(ts: list[float]) -> dict:
-    """p50/p95 of ``ts`` (seconds) in ms."""
-    a = np.asarray(ts) * 1000
-    return {"p50_ms": round(float(np.percentile(a, 50)), 2),
-            "p95_ms": round(float(np.percentile(a, 95)), 2)}
+    """p50/p95 of ``ts`` (seconds) in ms (:func:`~edge.bench.measure.percentiles`)."""
+    return {f"{q}_ms": v for q, v in percentiles((t * 1000 for t in ts), digits=2).items()}
 
 
 def _recall(got: list, want: list) -> float:

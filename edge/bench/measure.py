@@ -36,12 +36,12 @@ MB = 1e6
 def percentiles(values: Iterable[float], qs: Sequence[int] = (50, 95),
                 digits: int = 3) -> dict[str, float | None]:
     """``{"p50": …, "p95": …}`` of ``values`` by numpy's default linear interpolation
-    between closest ranks (``np.percentile``), rounded to ``digits``; ``None`` for each when
-    there is no value. Units are the values' own (seconds, ms)."""
+    between closest ranks (``np.percentile``), rounded to ``digits`` (0: a whole ``int``);
+    ``None`` for each when there is no value. Units are the values' own (seconds, ms)."""
     vals = [float(v) for v in values]
     if not vals:
         return {f"p{q}": None for q in qs}
-    return {f"p{q}": round(float(np.percentile(vals, q)), digits) for q in qs}
+    return {f"p{q}": round(float(np.percentile(vals, q)), digits or None) for q in qs}
 
 
 @dataclass

@@ -27,6 +27,7 @@ from edge.errors import StoreError
 from edge.store import Memory
 from edge.store.embedding import memory_embedder
 
+from .answering import mean_or_none
 from .items import CLIP_SECONDS, BenchItem
 from .qa import DELTAS, window_hits
 from .run import options_json, write_result
@@ -154,10 +155,6 @@ def measure_item(memory: Memory, hub, item: BenchItem, opts: AskOptions, base: f
     return row
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(statistics.mean(values), 3) if values else None
-
-
 def summarize_items(rows: list[dict]) -> dict:
     """Counts, round-1 hit@Δ (items with a span), ms p50, and over the answered items the
     accuracy (multiple choice and judged open-ended), how many open-ended answers await a
@@ -169,13 +166,14 @@ def summarize_items(rows: list[dict]) -> dict:
     out: dict = {"n": len(rows), "errors": sum("error" in r for r in rows),
                  "scored": len(hit)}
     for d in DELTAS:
-        out[f"hit@Δ{d}"] = _mean([float(x[f"hit@Δ{d}"]) for x in hit])
+        out[f"hit@Δ{d}"] = mean_or_none([float(x[f"hit@Δ{d}"]) for x in hit])
     out["ms_p50"] = round(statistics.median([x["ms"] for x in r1]), 1) if r1 else None
-    out.update({"answered": len(ans), "accuracy": _mean([float(a["correct"]) for a in judged]),
+    out.update({"answered": len(ans),
+                "accuracy": mean_or_none([float(a["correct"]) for a in judged]),
                 "to_judge": len(ans) - len(judged),
-                "loop_hit@Δ2": _mean([float(a["hit@Δ2"]) for a in ans if "hit@Δ2" in a]),
-                "rounds_mean": _mean([a["rounds"] for a in ans if "rounds" in a]),
-                "calls_mean": _mean([a["calls"] for a in ans if "calls" in a]),
+                "loop_hit@Δ2": mean_or_none([float(a["hit@Δ2"]) for a in ans if "hit@Δ2" in a]),
+                "rounds_mean": mean_or_none([a["rounds"] for a in ans if "rounds" in a]),
+                "calls_mean": mean_or_none([a["calls"] for a in ans if "calls" in a]),
                 "seconds_p50": round(statistics.median(s), 1) if (s := [
                     a["seconds"] for a in ans if "seconds" in a]) else None})
     return out

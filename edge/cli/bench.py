@@ -23,6 +23,9 @@ def _profile(ctx: click.Context, _param, value):
     return value
 
 
+_profile_option = click.option(
+    "--profile", default=None, expose_value=False, callback=_profile,
+    help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
 _PATH = click.Path(dir_okay=False, path_type=Path)
 
 
@@ -72,8 +75,7 @@ _PATH = click.Path(dir_okay=False, path_type=Path)
 @click.option("--resume", is_flag=True,
               help="With --answer, keep the answers already in --out from a run with the "
                    "same settings and answer only the rest.")
-@click.option("--profile", default=None, expose_value=False, callback=_profile,
-              help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
+@_profile_option
 @json_option("Print the whole result as JSON instead of tables.")
 @click.option("--out", type=_PATH, default=None,
               help="Where the JSON result goes [default: "
@@ -143,8 +145,7 @@ def qa(state: State, questions: str, captions: Path | None, memory: Path | None,
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Any AskOptions field, e.g. --set top_n=10 (repeatable). Video questions "
                    "read no time of day from their words unless --set auto_window=true.")
-@click.option("--profile", default=None, expose_value=False, callback=_profile,
-              help="Model profile (small, tiny) [default: small or $EDGE_PROFILE].")
+@_profile_option
 @json_option("Print the whole result as JSON instead of tables.")
 @click.option("--out", type=_PATH, default=None,
               help="Where the JSON result goes, rewritten after every question [default: "
