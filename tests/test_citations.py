@@ -4,7 +4,7 @@ question through :func:`edge.answer.ask` with the tiny real solver."""
 
 import pytest
 
-from edge.answer import ask
+from edge.answer import Answer, ask
 from edge.answer.citations import (
     MAX_CITED,
     answer_terms,
@@ -58,9 +58,35 @@ def test_a_citation_that_holds_the_string_is_kept_and_nothing_is_added():
 def test_words_every_clip_holds_are_not_evidence():
     """``Up to 2 faces visible`` is in every clip: neither ``2`` nor ``faces`` decides."""
     cited, check = check_citations("Up to 2 faces were visible while I drank coffee.", Q,
-                                   [10], CLIPS)
+                                   [13], CLIPS)
     assert "2" not in check["terms"] and stem("faces") not in check["terms"]
-    assert cited == [13]  # the only clip with coffee
+    assert check["terms"] == ["coffee"] and cited == [13] and not check["flagged"]
+
+
+def test_a_clip_that_only_shares_the_answers_words_is_named_never_cited():
+    """Issue 26 item 3: asked at 13:00 "what did I eat for lunch?", the solver named a
+    food its cited clips do not show; the check used to drop them and cite the clip that
+    held the food's word (someone proposing it for the afternoon) — an unsupported answer
+    that looked verified. Now the answer is flagged and that clip only named."""
+    lunch = [
+        (20, "I sit at the table with Lucia and Shure; we unpack the lunch boxes."),
+        (21, "We talk about the afternoon schedule and the decorations."),
+        (22, 'Katrina says "maybe we could order pizza for the afternoon party".'),
+    ]
+    cited, check = check_citations("I ate pizza for lunch.", "What did I eat for lunch?",
+                                   [20, 21], lunch)
+    assert cited == [20, 21] and check["flagged"] and check["added"] == []
+    assert check["sharing"] == [{"clip_id": 22, "holds": ["pizza"]}]
+    assert check["summary"] == (
+        'unverified: no cited clip holds "pizza"; clip 22 shares those words but is not '
+        "cited for that alone (a shared word is not support); the solver's citations "
+        "(20, 21) are shown as given")
+    shown = answer_lines(Answer(question="What did I eat for lunch?", asked_at="DAY1 13:00",
+                                answer="I ate pizza for lunch.", sufficient=True, moments=[],
+                                rounds=[], seconds=1.0, citation_check=check,
+                                usage={"llm": {"calls": 1, "tokens_in": 9, "tokens_out": 3}}))
+    assert shown[0] == ("Answer (unverified: no cited moment shows it): I ate pizza for "
+                        "lunch.")
 
 
 def test_an_answer_no_clip_supports_keeps_its_citations_and_is_flagged():
@@ -75,8 +101,9 @@ def test_an_answer_without_terms_is_not_checked():
 
 
 def test_added_citations_prefer_clips_the_answer_read_and_stop_at_the_schema_limit():
-    many = [(i, f'Visible text: "SALE {100 + i}" and "SALE"') for i in range(20)]
-    cited, check = check_citations('It said "SALE".', Q, [], [*many[5:], *many[:5]])
+    many = [(i, f'Visible text: "SALE {100 + i}"' + (' and "CLEARANCE"' if i in (3, 5, 7)
+                                                      else "")) for i in range(20)]
+    cited, check = check_citations('It said "CLEARANCE".', Q, [], [*many[5:], *many[:5]])
     assert cited == [5]  # one clip covers the string: the first in the given order
     numbers = " ".join(str(100 + i) for i in range(20))
     cited, _ = check_citations(f"It said SALE {numbers}.", Q, [], many)

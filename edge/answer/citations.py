@@ -22,12 +22,17 @@ The rule, in order:
    it holds at least ``min(2, words)`` of the answer's words and at least a third as many
    as the clip holding the most (so two boilerplate words such as ``scene changes`` do
    not make a clip support an answer another clip holds all of).
-4. **The check.** A cited clip that does not support the answer is *dropped*; an uncited
-   evidence clip that supports it and holds a term no citation holds yet is *added*
-   (most new terms first, then the clips the answer read, then by priority; at most
-   :data:`MAX_CITED` in all; with words alone, only when no citation is left). When no
-   evidence clip supports the answer, the solver's citations are kept and the check is
-   *flagged*; an answer with no terms is not checked.
+4. **The check.** A cited clip that does not support the answer is *dropped*. With strong
+   terms an uncited evidence clip that holds one no citation holds yet is *added* (most
+   new terms first, then the clips the answer read, then by priority; at most
+   :data:`MAX_CITED` in all): the quoted string or long number is where the answer came
+   from. With words alone nothing is added (issue 26 item 3): a clip that shares the
+   answer's words is not support — asked at 13:00 "what did I eat for lunch?", the
+   solver named a food and the clip that held the food's word had someone proposing it
+   for the afternoon. When no cited clip supports the answer (whether or not another
+   clip shares its words, which the summary then names), the solver's citations are kept
+   and the check is *flagged*: the answer is unverified. An answer with no terms is not
+   checked.
 """
 
 from __future__ import annotations
@@ -127,8 +132,9 @@ def clip_text(caption: str, transcript: str = "", kept: str = "",
 class CitationCheck(TypedDict):
     """What the check did (``Answer.citation_check``): the answer's ``terms``; the ``kept``,
     ``dropped`` and ``added`` clips with the terms each ``holds``; ``flagged`` when no cited
-    clip holds the answer's terms; ``checked`` is False when the answer had no terms; and
-    ``summary``, the one line the CLI and the chat print."""
+    clip holds the answer's terms; ``sharing``, when flagged, the uncited clips that hold
+    them (named, never cited for that alone); ``checked`` is False when the answer had no
+    terms; and ``summary``, the one line the CLI and the chat print."""
 
     terms: list[str]
     checked: bool
@@ -136,6 +142,7 @@ class CitationCheck(TypedDict):
     kept: list[dict]
     dropped: list[dict]
     added: list[dict]
+    sharing: list[dict]
     summary: str
 
 
@@ -193,7 +200,7 @@ def check_citations(answer: str, question: str, cited: list[int],
     kept = [cid for cid in cited if len(held[cid]) >= need]
     dropped = [cid for cid in cited if cid not in kept]
     added: list[int] = []
-    if is_strong or not kept:  # words alone add clips only when no citation is left
+    if is_strong:  # a quoted string or long number came from the clip holding it
         covered = {t for cid in kept for t in held[cid]}
         pool = [cid for cid in texts if cid not in cited and len(held[cid]) >= need]
         while pool and len(kept) + len(added) < MAX_CITED:
@@ -203,17 +210,19 @@ def check_citations(answer: str, question: str, cited: list[int],
             added.append(best)
             covered.update(held[best])
             pool.remove(best)
-    if not kept and not added:  # nothing holds the answer's terms: keep, but say so
+    if not kept and not added:  # no citation holds the answer's terms: keep, but say so
+        sharing = [cid for cid in texts if cid not in cited and len(held[cid]) >= need]
         return cited, _record(terms, cited, [], [], held, checked=True, flagged=True,
-                              need=need)
+                              need=need, sharing=sharing)
     return [*kept, *added], _record(terms, kept, dropped, added, held, checked=True,
                                     flagged=False)
 
 
 def _record(terms: list[str], kept: list[int], dropped: list[int], added: list[int],
             held: dict[int, list[str]], *, checked: bool, flagged: bool,
-            need: int = 1) -> CitationCheck:
-    """The :class:`CitationCheck` with its one-line ``summary``."""
+            need: int = 1, sharing: list[int] | None = None) -> CitationCheck:
+    """The :class:`CitationCheck` with its one-line ``summary``; ``sharing``: uncited
+    clips that hold the answer's words although no citation does (named, not cited)."""
     def rows(ids: list[int]) -> list[dict]:
         return [{"clip_id": cid, "holds": held.get(cid, [])} for cid in ids]
 
@@ -221,8 +230,15 @@ def _record(terms: list[str], kept: list[int], dropped: list[int], added: list[i
         summary = "citations not checked: the answer has no distinctive words"
     elif flagged:
         which = "" if need == 1 else f"{need} of "
-        summary = (f"unverified: no evidence clip holds {which}{_fmt(terms)}; the solver's "
-                   f"citations ({', '.join(map(str, kept)) or 'none'}) are shown as given")
+        given = f"the solver's citations ({', '.join(map(str, kept)) or 'none'})"
+        if sharing:
+            clips = ", ".join(map(str, sharing[:3])) + (" …" if len(sharing) > 3 else "")
+            summary = (f"unverified: no cited clip holds {which}{_fmt(terms)}; clip "
+                       f"{clips} shares those words but is not cited for that alone (a "
+                       f"shared word is not support); {given} are shown as given")
+        else:
+            summary = (f"unverified: no evidence clip holds {which}{_fmt(terms)}; {given} "
+                       "are shown as given")
     else:
         parts = [f"kept clip {', '.join(map(str, kept))}" if kept else "kept none"]
         parts += [f"dropped clip {cid} (holds "
@@ -231,4 +247,5 @@ def _record(terms: list[str], kept: list[int], dropped: list[int], added: list[i
         parts += [f"added clip {cid} (holds {_fmt(held[cid], 2)})" for cid in added]
         summary = f"citations checked against {_fmt(terms)}: " + "; ".join(parts)
     return CitationCheck(terms=terms, checked=checked, flagged=flagged, kept=rows(kept),
-                         dropped=rows(dropped), added=rows(added), summary=summary)
+                         dropped=rows(dropped), added=rows(added),
+                         sharing=rows(sharing or []), summary=summary)

@@ -53,9 +53,9 @@ class AskStream:
 
 
 def answer_lines(result) -> list[str]:
-    """``edge ask``: the answer, what the citation check did, its cost, then every moment
-    (``*`` = cited, after the check) with an excerpt of its caption and the evidence kept
-    from it."""
+    """``edge ask``: the answer (marked unverified when the citation check flagged it), what
+    the check did, its cost, then every moment (``*`` = cited, after the check) with an
+    excerpt of its caption and the evidence kept from it."""
     lines = []
     if result.scope.get("label"):
         lines.append(f"Searched {result.scope['label']}.")
@@ -65,7 +65,9 @@ def answer_lines(result) -> list[str]:
     if result.extra.get("choices") and result.answer:
         answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
                   f"{result.extra['reason']}")
-    lines.append(f"Answer: {answer}")
+    flagged = bool(result.citation_check and result.citation_check.get("flagged"))
+    lines.append(f"Answer{' (unverified: no cited moment shows it)' if flagged else ''}: "
+                 f"{answer}")
     if result.note:
         lines.append(f"Note: {result.note}")
     if result.citation_check:
