@@ -223,6 +223,27 @@ def test_answering_with_the_loss_steps_reads_the_target_clips(files, hub, tmp_pa
     assert f"| **all** | 1 | {float(row['gold'])} | " in markdown(res)
 
 
+@pytest.mark.slow
+def test_an_open_answer_is_judged_and_its_citations_checked(files, hub, tmp_path):
+    """``--answer --open`` on the hard-set format (issue 26 item 3): asked without its
+    options, the free answer judged against the right option's text, and every clip it
+    cites judged by the report checker (support 0–1) and placed against the target."""
+    p = plan(str(files / "qs.json"), files / "caps.json", files / "mem.db",
+             tmp_path / "o.json", split="dev", sample=1, modes=("question",), answer=True,
+             open_ended=True, opts=build_options(parse_sets(["max_rounds=1"])))
+    res = run_qa(p, hub)
+    row = res["per_question_answers"][0]
+    assert row["id"] == "Q1" and row["truth"] == "Alice" and row["judged"] in (True, False)
+    assert "gold" not in row and isinstance(row["flagged"], bool)
+    with Memory(files / "mem.db") as m:
+        index = caption_index(m, files / "caps.json")
+    for c in row["citations"]:
+        assert 0.0 <= c["support"] <= 1.0 and c["clip_id"] in index.index_of
+        assert c["near_target"] == (abs(index.index_of[c["clip_id"]] - 2) <= 2)
+    cites = res["answering"]["total"]["citations"]
+    assert cites["citations"] == len(row["citations"]) and cites["flagged"] == float(row["flagged"])
+
+
 # ---- the command ------------------------------------------------------------------------
 
 def test_the_json_result_and_the_split(files, cli_home):

@@ -15,10 +15,16 @@ from click.testing import CliRunner
 
 from edge.bench import plan
 from edge.bench.ablation import NAMED, parse_ablation, setting_plan
-from edge.bench.answering import round_hits, rounds_table, summarize_answers
+from edge.bench.answering import (
+    citation_summary,
+    round_hits,
+    rounds_table,
+    summarize_answers,
+)
 from edge.bench.judge import judge_answer
 from edge.bench.qa import CaptionIndex
 from edge.bench.questions import QAQuestion
+from edge.bench.report import citations_line
 from edge.bench.run import resumable
 from edge.cli import main
 from edge.errors import BenchError
@@ -158,6 +164,24 @@ def test_open_resume_and_workers_need_answer_and_workers_need_a_remote_solver(
     assert r.exit_code == 2 and "go with --answer" in r.output
     r = CliRunner().invoke(main, [*base, "--answer", "--workers", "2", "--no-loss"])
     assert r.exit_code != 0 and "needs a remote solver" in r.output
+
+
+def test_citation_precision_of_open_answers_is_hand_computed():
+    """Issue 26 item 3: the report checker's bar (support ≥ 0.5) over every cited clip,
+    the share within ±2 clips of a target over those whose targets are known, and the
+    share of answers the citation check flagged."""
+    rows = [{"flagged": False, "citations": [{"clip_id": 1, "support": 0.8, "near_target": True},
+                                             {"clip_id": 2, "support": 0.5, "near_target": False}]},
+            {"flagged": True, "citations": [{"clip_id": 3, "support": 0.2, "near_target": None}]},
+            {"flagged": False, "citations": []}]
+    assert citation_summary(rows) == {"citations": 3, "answers_citing": 2, "precision": 0.667,
+                                      "near_target": 0.5, "support_mean": 0.5,
+                                      "flagged": 0.333}
+    assert citation_summary([{"correct": True}]) is None
+    assert citations_line(citation_summary(rows)) == (
+        "Citations of the open answers: 3 cited clips (2 answers citing); precision by the "
+        "report checker (support ≥ 0.5) 0.667, mean support 0.5; within ±2 clips of a "
+        "target 0.5; answers flagged unverified 0.333")
 
 
 def test_an_empty_answer_is_judged_wrong_without_a_call():

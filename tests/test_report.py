@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from edge.answer.support import support
 from edge.report import ReportError, make_report, parse_request
-from edge.report.calibrate import calibrate, kept, support
+from edge.report.calibrate import calibrate, kept
 from edge.report.evidence import EvidenceRecord, notes, renumber
 from edge.report.write import bullet, cited_ids, cut_words, facets, ginger, resolve
 from tests.conftest import EGOLIFE_DAY1, shared
@@ -223,7 +224,7 @@ def test_support_is_a_probability_that_orders_a_supported_claim_above_an_unsuppo
 def test_a_backend_without_token_probabilities_gives_a_verbalised_score_in_0_1(hub):
     """The remote solver has no ``yes_probability``: :func:`support` asks for a 0–100
     rating instead (here through the local model's own JSON reply)."""
-    from edge.report.calibrate import verbalised_support
+    from edge.answer.support import verbalised_support
 
     class NoTokenProbabilities:  # the remote backend's surface: chat_json, no logits
         def __init__(self, llm):

@@ -9,7 +9,13 @@ what the model can read, the ceiling), (b) those clips through the distiller ``a
 (``gold_distilled``), next to (c) ``ask``'s own first round (``round1``: the first round's
 reply of the ``adaptive`` loop) and (d) the whole loop (``accuracy``). Each step's drop is
 what it loses: gold → distilled, the distiller; distilled → round 1, retrieval and packing;
-round 1 → loop, the later rounds."""
+round 1 → loop, the later rounds.
+
+**Citations that hold** (issue 26 item 3): with ``--open`` every clip an answer cites (after
+``ask``'s own citation check) is judged by the report checker — the solver's support
+(:func:`edge.answer.support.support` with the citation prompt: does the clip state or show
+part of the answer?), precise at :data:`CITATION_THRESHOLD` as in ``edge report`` — and,
+where the question's target clips are known, by where it lies: within ±2 clips of a target."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from edge.answer import ask
 from edge.answer.options import AskOptions
 from edge.answer.question import start
 from edge.answer.steps import decide
+from edge.answer.support import clip_notes, support
 from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
@@ -33,6 +40,10 @@ from .questions import QAQuestion
 
 LOSS_STEPS = ("gold", "gold_distilled", "round1", "loop")
 """The steps of the loss table, from what the model can read to what ``ask`` answers."""
+
+CITATION_THRESHOLD = 0.5
+"""The support (0–1) at which a cited clip counts as precise: ``edge report``'s default
+``--threshold``, the report checker's bar."""
 
 
 def gold_answer(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: CaptionIndex,
@@ -69,7 +80,7 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
     row = question_row(q, index)
     with hub.usage.thread_scope():  # this question's calls only, also beside other workers
         res = ask(memory, hub, q.question,
-                  replace(opts, at=q.at, choices=[] if open_ended else list(q.choices)))
+                  replace(opts, at=q.at, choices=None if open_ended else list(q.choices)))
         llm = hub.usage.summary()["llm"]
     row.update({"answer": res.answer, "truth": q.answer, "correct": res.answer == q.answer,
                 "rounds": len(res.rounds), "calls": llm["calls"],
@@ -82,7 +93,9 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
     if open_ended:
         reference = q.choices["ABCD".index(q.answer)]
         judged = judge_answer(hub.llm("solver"), q.question, reference, res.answer).correct
-        row.update({"truth": reference, "judged": judged, "correct": judged is True})
+        row.update({"truth": reference, "judged": judged, "correct": judged is True,
+                    "flagged": bool(res.citation_check.get("flagged")),
+                    "citations": judge_citations(memory, hub.llm("solver"), res, q, index)})
         return row
     first = res.rounds[0].decision if res.rounds else None
     if loss and opts.loop != "merit":  # merit's rounds decide sufficiency, not the answer
@@ -93,6 +106,46 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
                 memory, hub, q, opts, index, distilled=distilled)
             row[step] = row[f"{step}_answer"] == q.answer
     return row
+
+
+def judge_citations(memory: Memory, llm, res, q: QAQuestion,
+                    index: CaptionIndex) -> list[dict]:
+    """Each clip answer ``res`` cites, judged as the report checker judges a citation:
+    ``{"clip_id", "support"}`` (0–1, one solver call each, not counted in the question's
+    calls and seconds), with ``"near_target"`` (within ±2 clips of one of ``q``'s target
+    clips; ``None`` when the targets are not known)."""
+    cited = [m.clip_id for m in res.moments if m.cited]
+    clips = memory.clips(cited)
+    targets = {index.pos[t] for t in q.target_clips} if q.target_clips else set()
+    rows = []
+    for cid in cited:
+        pos = index.pos[index.index_of[cid]] if cid in index.index_of else None
+        near = None if not targets or pos is None else window_hits([pos], targets, 2)[0]
+        rows.append({"clip_id": cid, "near_target": near,
+                     "support": round(support(llm, clip_notes(clips[cid], llm), res.answer,
+                                              citation=True), 4)})
+    return rows
+
+
+def citation_summary(rows: list[dict]) -> dict | None:
+    """Citation precision over the open answers of ``rows`` (``None`` without any):
+    ``precision`` (cited clips with support ≥ :data:`CITATION_THRESHOLD` / cited clips),
+    ``near_target`` (cited clips within ±2 of a target / cited clips whose targets are
+    known), ``citations`` (count), ``answers_citing`` (answers citing at least one clip),
+    ``flagged`` (share of answers the citation check marked unverified) and
+    ``support_mean``. Shares 0–1, 3 places."""
+    open_rows = [r for r in rows if "citations" in r]
+    if not open_rows:
+        return None
+    cites = [c for r in open_rows for c in r["citations"]]
+    located = [c for c in cites if c["near_target"] is not None]
+    return {"citations": len(cites),
+            "answers_citing": sum(bool(r["citations"]) for r in open_rows),
+            "precision": mean_or_none([float(c["support"] >= CITATION_THRESHOLD)
+                                       for c in cites]),
+            "near_target": mean_or_none([float(c["near_target"]) for c in located]),
+            "support_mean": mean_or_none([c["support"] for c in cites]),
+            "flagged": mean_or_none([float(r["flagged"]) for r in open_rows])}
 
 
 def round_hits(rounds: list, q: QAQuestion, index: CaptionIndex) -> dict:
@@ -165,11 +218,13 @@ def mean_or_none(values: list[float], digits: int = 3) -> float | None:
 def summarize_answers(rows: list[dict]) -> dict:
     """Accuracy, hit@Δ2/all@Δ2 (scored rows only), means of rounds, calls and tokens, and
     seconds p50/p95 of ``rows``; with the loss steps (:func:`loss_summary`) under
-    ``loss``."""
+    ``loss`` and, for open answers, their citation precision (:func:`citation_summary`)
+    under ``citations``."""
     if not rows:
         return {"n": 0}
     scored = [r for r in rows if r["scored"]]
     return {"n": len(rows), "scored": len(scored), "loss": loss_summary(rows),
+            "citations": citation_summary(rows),
             "accuracy": mean_or_none([float(r["correct"]) for r in rows]),
             "hit@Δ2": mean_or_none([float(r["hit@Δ2"]) for r in scored]),
             "all@Δ2": mean_or_none([float(r["all@Δ2"]) for r in scored]),

@@ -79,6 +79,17 @@ def _head(result: dict) -> list[str]:
     return lines
 
 
+def citations_line(cites: dict) -> str:
+    """The open answers' citation precision
+    (:func:`edge.bench.answering.citation_summary`) in one line."""
+    return (f"Citations of the open answers: {cites['citations']} cited clips "
+            f"({cites['answers_citing']} answers citing); precision by the report checker "
+            f"(support ≥ 0.5) {_cell(cites['precision'])}, mean support "
+            f"{_cell(cites['support_mean'])}; within ±2 clips of a target "
+            f"{_cell(cites['near_target'])}; answers flagged unverified "
+            f"{_cell(cites['flagged'])}")
+
+
 def markdown(result: dict) -> str:
     """The whole result as Markdown: a retrieval table per mode (hit columns count the
     scored questions; ms counts every question), then the answering table if any."""
@@ -107,6 +118,8 @@ def markdown(result: dict) -> str:
         if rounds:
             lines += ["", "Rounds (MERIT Table 10: when questions stop, and when the "
                       "evidence is first reached):", "", *rounds]
+        if t.get("citations"):
+            lines += ["", citations_line(t["citations"])]
         loss = loss_table(result["answering"])
         if loss:
             lines += ["", "Where answers are lost (accuracy of the same solver on the "

@@ -27,11 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from edge.answer.support import clip_notes, support
 from edge.errors import EdgeError
 from edge.store import Memory
 from edge.store.embedding import memory_embedder
 
-from .calibrate import calibrate, citation_checks, clip_notes, kept, support
+from .calibrate import calibrate, citation_checks, kept
 from .evidence import (
     EvidenceRecord,
     claims,
