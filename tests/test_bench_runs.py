@@ -168,20 +168,29 @@ def test_open_resume_and_workers_need_answer_and_workers_need_a_remote_solver(
 
 def test_citation_precision_of_open_answers_is_hand_computed():
     """Issue 26 item 3: the report checker's bar (support ≥ 0.5) over every cited clip,
-    the share within ±2 clips of a target over those whose targets are known, and the
-    share of answers the citation check flagged."""
-    rows = [{"flagged": False, "citations": [{"clip_id": 1, "support": 0.8, "near_target": True},
-                                             {"clip_id": 2, "support": 0.5, "near_target": False}]},
-            {"flagged": True, "citations": [{"clip_id": 3, "support": 0.2, "near_target": None}]},
-            {"flagged": False, "citations": []}]
-    assert citation_summary(rows) == {"citations": 3, "answers_citing": 2, "precision": 0.667,
-                                      "near_target": 0.5, "support_mean": 0.5,
-                                      "flagged": 0.333}
+    the share within ±2 clips of a target over those whose targets are known, both again
+    over what ask's support check judged before it dropped any, the share of answers
+    flagged and not found, and the judged accuracy of answers found and not found."""
+    a = {"clip_id": 1, "support": 0.8, "near_target": True}
+    b = {"clip_id": 2, "support": 0.5, "near_target": False}
+    c = {"clip_id": 3, "support": 0.2, "near_target": None}
+    d = {"clip_id": 4, "support": 0.1, "near_target": False}
+    rows = [{"flagged": False, "correct": True, "citations": [a, b],
+             "judged_citations": [a, b, d]},
+            {"flagged": True, "not_found": True, "correct": False, "citations": [],
+             "judged_citations": [c]},
+            {"flagged": True, "correct": False, "citations": [c]}]
+    assert citation_summary(rows) == {
+        "citations": 3, "answers_citing": 2, "precision": 0.667, "near_target": 0.5,
+        "precision_judged": 0.5, "near_target_judged": 0.333, "support_mean": 0.5,
+        "flagged": 0.667, "not_found": 0.333, "accuracy_found": 0.5,
+        "accuracy_not_found": 0.0}
     assert citation_summary([{"correct": True}]) is None
     assert citations_line(citation_summary(rows)) == (
         "Citations of the open answers: 3 cited clips (2 answers citing); precision by the "
         "report checker (support ≥ 0.5) 0.667, mean support 0.5; within ±2 clips of a "
-        "target 0.5; answers flagged unverified 0.333")
+        "target 0.5; before ask's support check 0.5 / 0.333; answers flagged 0.667, not "
+        "found in memory 0.333 (judged right: found 0.5, not found 0.0)")
 
 
 def test_an_empty_answer_is_judged_wrong_without_a_call():

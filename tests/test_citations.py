@@ -12,6 +12,7 @@ from edge.answer.citations import (
     clip_text,
     stem,
 )
+from edge.answer.support import SUPPORT_THRESHOLD
 from edge.cli.render.ask import answer_lines
 from tests.factories import add_clips
 
@@ -131,6 +132,11 @@ def _assert_citations_hold(a) -> None:
     flagged (or had nothing to check)."""
     check = a.citation_check
     cited = [m for m in a.moments if m.cited]
+    if "support" in check:  # an open answer: the support judge decided what stays cited
+        assert [m.clip_id for m in cited] == [cid for cid, v in check["support"].items()
+                                              if v >= SUPPORT_THRESHOLD]
+        assert check["not_found"] == (not cited) and (check["flagged"] or cited)
+        return
     assert [m.clip_id for m in cited] == [r["clip_id"] for r in check["kept"] + check["added"]] \
         or check["flagged"] or not check["checked"]
     if check["checked"] and not check["flagged"]:
@@ -152,6 +158,43 @@ def test_through_ask_every_cited_clip_holds_the_answers_words(memory, hub):
     a = ask(memory, hub, Q, max_rounds=1, top_n=2, delta=1, pyramid=False)
     assert a.citation_check["summary"]
     _assert_citations_hold(a)
+
+
+def test_an_open_answers_citations_are_judged_and_only_supporting_clips_stay(memory, hub):
+    """Issue 26 item 3 with the real solver: every clip the word check leaves is judged
+    against the answer by the report checker's judge (one call each, counted); only those
+    at its bar stay cited, and with none the answer says "not found in memory" and cites
+    nothing. ``support_check=False`` makes no judging call."""
+    add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it.",
+                       "I walk home in the rain."])
+    a = ask(memory, hub, "Who bought the red kettle?", max_rounds=1, pyramid=False,
+            loop="single", answer_tokens=96)
+    check = a.citation_check
+    judged = [cid for cid in check["support"]]
+    assert judged and all(0.0 <= v <= 1.0 for v in check["support"].values())
+    assert a.usage["llm"]["calls"] == 1 + len(judged)
+    _assert_citations_hold(a)
+    shown = answer_lines(a)
+    assert ("not found in memory" in shown[0]) == check["not_found"]
+    assert all(f"clip {cid} " in check["summary"] for cid in judged)
+    b = ask(memory, hub, "Who bought the red kettle?", max_rounds=1, pyramid=False,
+            loop="single", answer_tokens=96, support_check=False)
+    assert "support" not in b.citation_check and b.usage["llm"]["calls"] == 1
+
+
+def test_not_found_in_memory_cites_nothing_and_says_so():
+    """What ``edge ask`` prints for an open answer no cited clip supports."""
+    check = {"terms": ["pizza"], "checked": True, "flagged": True, "not_found": True,
+             "kept": [], "dropped": [], "added": [], "sharing": [], "support": {20: 0.31},
+             "summary": "not found in memory: no cited clip supports the answer (clip 20 "
+                        "0.31; the bar is 0.5), so none is cited; …"}
+    shown = answer_lines(Answer(question="What did I eat for lunch?", asked_at="DAY1 13:00",
+                                answer="I ate pizza.", sufficient=True, moments=[],
+                                rounds=[], seconds=1.0, citation_check=check,
+                                usage={"llm": {"calls": 2, "tokens_in": 9, "tokens_out": 3}}))
+    assert shown[0] == ("Answer (not found in memory: no clip supports this guess): I ate "
+                        "pizza.")
+    assert shown[1].startswith("Citations: not found in memory")
 
 
 def test_the_chat_stars_the_clip_that_holds_the_answers_text(memory, hub):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from edge.recall.retrieval import STOPWORDS
 from models.repeats import norm_words as words
@@ -134,7 +134,10 @@ class CitationCheck(TypedDict):
     ``dropped`` and ``added`` clips with the terms each ``holds``; ``flagged`` when no cited
     clip holds the answer's terms; ``sharing``, when flagged, the uncited clips that hold
     them (named, never cited for that alone); ``checked`` is False when the answer had no
-    terms; and ``summary``, the one line the CLI and the chat print."""
+    terms; and ``summary``, the one line the CLI and the chat print. An open answer's
+    check also has ``support`` (cited clip id → the report checker's 0–1 judgement) and
+    ``not_found`` (no cited clip reached its bar: nothing cited, flagged;
+    :func:`edge.answer.loop.check_supported`)."""
 
     terms: list[str]
     checked: bool
@@ -144,6 +147,8 @@ class CitationCheck(TypedDict):
     added: list[dict]
     sharing: list[dict]
     summary: str
+    support: NotRequired[dict[int, float]]
+    not_found: NotRequired[bool]
 
 
 def _distinctive(terms: Terms, texts: dict[int, ClipText]) -> tuple[list[str], list[str]]:

@@ -25,6 +25,7 @@ from .steps import (
     next_queries,
     retrieve,
 )
+from .support import SUPPORT_THRESHOLD, check_support
 
 
 def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *,
@@ -108,6 +109,8 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         if reply and "scores" in reply:  # choice_scoring="likelihood": P per letter
             extra["scores"] = reply["scores"]
     cited, check = check_cited(run, text, extra, cited, packed)
+    if not o.choices and o.support_check and text and cited:
+        cited, check = check_supported(run, text, cited, check)
     return Answer(
         question=run.question, asked_at=run.asked_at, answer=text, extra=extra,
         sufficient=sufficient, moments=run.evidence.moments(cited), rounds=rounds,
@@ -116,6 +119,28 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         evidence_count=len(packed), sub_queries=sub_queries, final=final,
         scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end},
         citation_check=check)
+
+
+def check_supported(run: Run, text: str, cited: list[int],
+                    check: CitationCheck) -> tuple[list[int], CitationCheck]:
+    """An open answer's cited clips (after :func:`check_cited`) judged against it by the
+    report checker's judge (:func:`edge.answer.support.check_support`): those under its
+    bar are no longer cited; with none left the answer is not found in memory — nothing
+    is cited and the check is flagged (``not_found``). ``check`` gains ``support`` (clip
+    id → 0–1) and ``not_found``, and its summary says what the judge kept."""
+    clips = {cid: run.evidence.items[cid].clip for cid in cited}
+    res = check_support(run.solver, text, cited, clips, on_step=lambda n, total: run.progress(
+        f"checking citation {n}/{total} against the answer"))
+    scores = ", ".join(f"clip {cid} {res['support'][cid]:.2f}" for cid in cited)
+    if res["supported"]:
+        said = (f"{check['summary']}; judged against the answer (support ≥ "
+                f"{SUPPORT_THRESHOLD}): {scores}")
+        return res["supported"], {**check, "flagged": False, "not_found": False,
+                                  "support": res["support"], "summary": said}
+    said = (f"not found in memory: no cited clip supports the answer ({scores}; the bar is "
+            f"{SUPPORT_THRESHOLD}), so none is cited; {check['summary']}")
+    return [], {**check, "flagged": True, "not_found": True, "support": res["support"],
+                "summary": said}
 
 
 def check_cited(run: Run, text: str, extra: dict, cited: list[int],

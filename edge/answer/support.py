@@ -1,7 +1,8 @@
 """The judge of support (MARQUIS §4.4, Appendix E): the probability, 0–1, that a clip
 supports a claim, judged by the solver from the clip's caption and transcript — the report
 checker's judge (:mod:`edge.report.calibrate` scores evidence records and checks a report's
-citations with it), and ``edge bench qa --open``'s judge of an answer's citations.
+citations with it), ``edge ask``'s check that an open answer's cited clips support it
+(:func:`check_support`), and ``edge bench qa --open``'s judge of an answer's citations.
 
 MARQUIS scores each extracted claim against its video with a calibrated uncertain-inference
 model (CLUE). On the device the solver plays that part: asked "is the claim supported by the
@@ -13,7 +14,9 @@ score 0–100 instead (:func:`verbalised_support`), one short JSON reply per cla
 
 from __future__ import annotations
 
-from models.llm import LLMOutputError
+from collections.abc import Callable
+
+from models.llm import ContextOverflowError, LLMOutputError
 
 JUDGE_PROMPT = """You check claims against notes of a 30-second clip of a person's day \
 ("I" is the person). A claim is supported when the notes state it or directly show it; \
@@ -78,3 +81,36 @@ def verbalised_support(llm, notes: str, claim: str) -> float:
     except LLMOutputError:
         return 0.5
     return max(0, min(100, int(reply["support"]))) / 100.0
+
+
+SUPPORT_THRESHOLD = 0.5
+"""The support (0–1) a cited clip needs to stay cited: ``edge report``'s default
+``--threshold``, the report checker's bar."""
+
+
+def check_support(llm, answer: str, cited: list[int], clips: dict,
+                  on_step: Callable[[int, int], None] | None = None) -> dict:
+    """Judge each cited clip against ``answer`` as the report checker judges a citation
+    (:func:`support` with the citation prompt: does the clip state or show part of it?).
+
+    Args:
+        cited: clip ids, in citation order. clips: clip id → an object with ``caption``
+            and ``transcript`` (a :class:`~edge.store.Clip`).
+        on_step: called ``(done, total)`` before each judgement (progress).
+    Returns:
+        ``{"support": {clip id: 0–1}, "supported": [ids ≥ SUPPORT_THRESHOLD, in citation
+        order], "best": the highest support or None}``; a clip whose notes do not fit the
+        solver's context gets 0.0.
+    """
+    scores: dict[int, float] = {}
+    for n, cid in enumerate(cited, 1):
+        if on_step is not None:
+            on_step(n, len(cited))
+        try:
+            scores[cid] = round(support(llm, clip_notes(clips[cid], llm), answer,
+                                        citation=True), 4)
+        except ContextOverflowError:
+            scores[cid] = 0.0
+    return {"support": scores,
+            "supported": [cid for cid in cited if scores[cid] >= SUPPORT_THRESHOLD],
+            "best": max(scores.values(), default=None)}

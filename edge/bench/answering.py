@@ -93,9 +93,11 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
     if open_ended:
         reference = q.choices["ABCD".index(q.answer)]
         judged = judge_answer(hub.llm("solver"), q.question, reference, res.answer).correct
+        cites = judge_citations(memory, hub.llm("solver"), res, q, index)
         row.update({"truth": reference, "judged": judged, "correct": judged is True,
                     "flagged": bool(res.citation_check.get("flagged")),
-                    "citations": judge_citations(memory, hub.llm("solver"), res, q, index)})
+                    "not_found": bool(res.citation_check.get("not_found")),
+                    "citations": cites["cited"], "judged_citations": cites["judged"]})
         return row
     first = res.rounds[0].decision if res.rounds else None
     if loss and opts.loop != "merit":  # merit's rounds decide sufficiency, not the answer
@@ -109,43 +111,67 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
 
 
 def judge_citations(memory: Memory, llm, res, q: QAQuestion,
-                    index: CaptionIndex) -> list[dict]:
-    """Each clip answer ``res`` cites, judged as the report checker judges a citation:
-    ``{"clip_id", "support"}`` (0–1, one solver call each, not counted in the question's
-    calls and seconds), with ``"near_target"`` (within ±2 clips of one of ``q``'s target
-    clips; ``None`` when the targets are not known)."""
+                    index: CaptionIndex) -> dict:
+    """The clips open answer ``res`` cites, judged as the report checker judges a
+    citation, each ``{"clip_id", "support"}`` (0–1) with ``"near_target"`` (within ±2 clips
+    of one of ``q``'s target clips; ``None`` when the targets are not known):
+    ``{"cited": the final citations, "judged": every clip ask's support check judged (the
+    citations before it dropped any; the final ones when it did not run)}``. The support
+    ``ask`` computed is reused; otherwise one solver call a clip, not counted in the
+    question's calls and seconds."""
+    check = res.citation_check or {}
+    known = check.get("support") or {}
     cited = [m.clip_id for m in res.moments if m.cited]
-    clips = memory.clips(cited)
+    judged = list(known) or cited
+    clips = memory.clips([c for c in judged if c not in known])
     targets = {index.pos[t] for t in q.target_clips} if q.target_clips else set()
-    rows = []
-    for cid in cited:
+
+    def row(cid: int) -> dict:
         pos = index.pos[index.index_of[cid]] if cid in index.index_of else None
         near = None if not targets or pos is None else window_hits([pos], targets, 2)[0]
-        rows.append({"clip_id": cid, "near_target": near,
-                     "support": round(support(llm, clip_notes(clips[cid], llm), res.answer,
-                                              citation=True), 4)})
-    return rows
+        value = known[cid] if cid in known else round(
+            support(llm, clip_notes(clips[cid], llm), res.answer, citation=True), 4)
+        return {"clip_id": cid, "near_target": near, "support": value}
+
+    rows = {cid: row(cid) for cid in judged}
+    return {"cited": [rows[c] if c in rows else row(c) for c in cited],
+            "judged": list(rows.values())}
 
 
 def citation_summary(rows: list[dict]) -> dict | None:
     """Citation precision over the open answers of ``rows`` (``None`` without any):
     ``precision`` (cited clips with support ≥ :data:`CITATION_THRESHOLD` / cited clips),
     ``near_target`` (cited clips within ±2 of a target / cited clips whose targets are
-    known), ``citations`` (count), ``answers_citing`` (answers citing at least one clip),
-    ``flagged`` (share of answers the citation check marked unverified) and
-    ``support_mean``. Shares 0–1, 3 places."""
+    known), the same two over every clip ``ask``'s support check judged
+    (``precision_judged``, ``near_target_judged``: the solver's citations before the check
+    dropped any), ``citations`` (count), ``answers_citing`` (answers citing at least one
+    clip), ``flagged`` (share of answers marked unverified or not found), ``not_found``
+    (share not found in memory), and the judged accuracy of the answers found and not
+    found (``accuracy_found``, ``accuracy_not_found``). Shares 0–1, 3 places."""
     open_rows = [r for r in rows if "citations" in r]
     if not open_rows:
         return None
+
+    def shares(cites: list[dict]) -> tuple[float | None, float | None]:
+        located = [c for c in cites if c["near_target"] is not None]
+        return (mean_or_none([float(c["support"] >= CITATION_THRESHOLD) for c in cites]),
+                mean_or_none([float(c["near_target"]) for c in located]))
+
     cites = [c for r in open_rows for c in r["citations"]]
-    located = [c for c in cites if c["near_target"] is not None]
+    precision, near = shares(cites)
+    precision_judged, near_judged = shares([c for r in open_rows
+                                            for c in r.get("judged_citations", [])])
     return {"citations": len(cites),
             "answers_citing": sum(bool(r["citations"]) for r in open_rows),
-            "precision": mean_or_none([float(c["support"] >= CITATION_THRESHOLD)
-                                       for c in cites]),
-            "near_target": mean_or_none([float(c["near_target"]) for c in located]),
+            "precision": precision, "near_target": near,
+            "precision_judged": precision_judged, "near_target_judged": near_judged,
             "support_mean": mean_or_none([c["support"] for c in cites]),
-            "flagged": mean_or_none([float(r["flagged"]) for r in open_rows])}
+            "flagged": mean_or_none([float(r["flagged"]) for r in open_rows]),
+            "not_found": mean_or_none([float(r.get("not_found", False)) for r in open_rows]),
+            "accuracy_found": mean_or_none([float(r["correct"]) for r in open_rows
+                                            if not r.get("not_found")]),
+            "accuracy_not_found": mean_or_none([float(r["correct"]) for r in open_rows
+                                                if r.get("not_found")])}
 
 
 def round_hits(rounds: list, q: QAQuestion, index: CaptionIndex) -> dict:

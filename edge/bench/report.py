@@ -86,8 +86,11 @@ def citations_line(cites: dict) -> str:
             f"({cites['answers_citing']} answers citing); precision by the report checker "
             f"(support ≥ 0.5) {_cell(cites['precision'])}, mean support "
             f"{_cell(cites['support_mean'])}; within ±2 clips of a target "
-            f"{_cell(cites['near_target'])}; answers flagged unverified "
-            f"{_cell(cites['flagged'])}")
+            f"{_cell(cites['near_target'])}; before ask's support check "
+            f"{_cell(cites['precision_judged'])} / {_cell(cites['near_target_judged'])}; "
+            f"answers flagged {_cell(cites['flagged'])}, not found in memory "
+            f"{_cell(cites['not_found'])} (judged right: found {_cell(cites['accuracy_found'])}"
+            f", not found {_cell(cites['accuracy_not_found'])})")
 
 
 def markdown(result: dict) -> str:

@@ -58,13 +58,18 @@ from edge.cli.render.ask import AskStream, answer_lines
               help="With --choices: the solver writes its reply (letter, reason, cited notes), "
                    "or the letter comes from its token probabilities, nothing written "
                    "(faster; a remote solver always writes).")
+@click.option("--no-support-check", "support_check", is_flag=True, default=True,
+              flag_value=False,
+              help="Open questions: skip judging each cited clip against the answer (one "
+                   "solver call a clip, ~5 s on 2 cores); the answer is then checked by "
+                   "its words only.")
 @json_option("Print the answer, moments, rounds and usage as JSON.")
 @click.pass_obj
 def ask(state: State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
         key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str,
         rrf_k: int | None, use_pyramid: bool | None, frames: bool | None, choices: str | None,
-        choice_scoring: str, as_json: bool) -> None:
+        choice_scoring: str, support_check: bool, as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
 
@@ -78,7 +83,8 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
                 memory, hub, question, **scope, top_n=top_n, delta=delta, **retrieval_opts,
                 decompose=decompose, pyramid=use_pyramid, frames=frames,
                 **loop_settings(rounds, loop, neighbor_filter), choices=parse_choices(choices),
-                choice_scoring=choice_scoring, on_progress=None if as_json else stream.progress,
+                choice_scoring=choice_scoring, support_check=support_check,
+                on_progress=None if as_json else stream.progress,
                 on_token=None if as_json else stream.token)
         finally:
             stream.close()

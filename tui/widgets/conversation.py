@@ -29,10 +29,12 @@ class Conversation(VerticalScroll):
         if answer.extra.get("choices") and answer.answer:
             body = (f"{answer.answer}. {answer.extra['choices'][answer.answer]} — "
                     f"{answer.extra['reason']}")
+        check = answer.citation_check
+        if check and check.get("not_found"):
+            t.append("Not found in memory — no clip supports this guess: ", style="yellow")
         t.append(body)
         if answer.note:
             t.append(f"\nNote: {answer.note}", style="yellow")
-        check = answer.citation_check
         if check:
             t.append(f"\nCitations: {check['summary']}",
                      style="yellow" if check["flagged"] else "dim")

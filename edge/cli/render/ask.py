@@ -65,9 +65,7 @@ def answer_lines(result) -> list[str]:
     if result.extra.get("choices") and result.answer:
         answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
                   f"{result.extra['reason']}")
-    flagged = bool(result.citation_check and result.citation_check.get("flagged"))
-    lines.append(f"Answer{' (unverified: no cited moment shows it)' if flagged else ''}: "
-                 f"{answer}")
+    lines.append(f"Answer{verdict(result.citation_check)}: {answer}")
     if result.note:
         lines.append(f"Note: {result.note}")
     if result.citation_check:
@@ -79,6 +77,17 @@ def answer_lines(result) -> list[str]:
     for m in result.moments:
         lines += moment_lines(m)
     return lines
+
+
+def verdict(check: dict) -> str:
+    """What the answer line says after ``Answer`` from its citation check: `` (not found in
+    memory: …)`` when the support judge found no cited clip supporting it, `` (unverified:
+    …)`` when no cited clip holds its words, else nothing."""
+    if check and check.get("not_found"):
+        return " (not found in memory: no clip supports this guess)"
+    if check and check.get("flagged"):
+        return " (unverified: no cited moment shows it)"
+    return ""
 
 
 def moment_lines(m) -> list[str]:
