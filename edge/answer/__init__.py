@@ -22,6 +22,12 @@ each in :mod:`edge.answer.steps`):
 ``loop="single"``: one call per round answers and decides together over the raw captions
 (``neighbor_filter`` optionally adds the filter call) — the cheapest loop for slow CPUs.
 
+The answer's citations are then checked: against the evidence text by a word rule
+(:mod:`~edge.answer.citations`), and for an open question each cited clip against the
+answer by the report checker's support judge (:mod:`~edge.answer.support`, MARQUIS §4.4):
+a clip under its bar is no longer cited, and with none left the answer is "not found in
+memory".
+
 Evidence accumulates across rounds without duplicates and is packed into a token budget
 (anchors first, by rank: :class:`Evidence`) so no prompt ever overflows the solver's
 context.
@@ -30,7 +36,8 @@ Modules: :mod:`~edge.answer.options` (:class:`AskOptions`), :mod:`~edge.answer.r
 (what is returned), :mod:`~edge.answer.evidence` (accumulating and packing evidence),
 :mod:`~edge.answer.scope` (checks and time scope before any model),
 :mod:`~edge.answer.question` (prompt frame, the run's state), :mod:`~edge.answer.steps`
-(one function per step), :mod:`~edge.answer.loop` (:func:`ask`).
+(one function per step), :mod:`~edge.answer.loop` (:func:`ask`),
+:mod:`~edge.answer.citations` and :mod:`~edge.answer.support` (the citation checks).
 """
 
 from edge.errors import AskError

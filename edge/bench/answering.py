@@ -11,11 +11,12 @@ reply of the ``adaptive`` loop) and (d) the whole loop (``accuracy``). Each step
 what it loses: gold → distilled, the distiller; distilled → round 1, retrieval and packing;
 round 1 → loop, the later rounds.
 
-**Citations that hold** (issue 26 item 3): with ``--open`` every clip an answer cites (after
-``ask``'s own citation check) is judged by the report checker — the solver's support
-(:func:`edge.answer.support.support` with the citation prompt: does the clip state or show
-part of the answer?), precise at :data:`CITATION_THRESHOLD` as in ``edge report`` — and,
-where the question's target clips are known, by where it lies: within ±2 clips of a target."""
+**Citations that hold** (issue 26 item 3): with ``--open`` every clip an answer cites is
+judged by the report checker — the solver's support (:func:`edge.answer.support.support`
+with the citation prompt: does the clip state or show part of the answer?), precise at
+:data:`~edge.answer.support.SUPPORT_THRESHOLD` as in ``edge report``; ``ask``'s own support
+check already judged them, and what it judged before dropping any is kept too — and, where
+the question's target clips are known, by where it lies: within ±2 clips of a target."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from edge.answer import ask
 from edge.answer.options import AskOptions
 from edge.answer.question import start
 from edge.answer.steps import decide
-from edge.answer.support import clip_notes, support
+from edge.answer.support import SUPPORT_THRESHOLD, clip_notes, support
 from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
@@ -40,11 +41,6 @@ from .questions import QAQuestion
 
 LOSS_STEPS = ("gold", "gold_distilled", "round1", "loop")
 """The steps of the loss table, from what the model can read to what ``ask`` answers."""
-
-CITATION_THRESHOLD = 0.5
-"""The support (0–1) at which a cited clip counts as precise: ``edge report``'s default
-``--threshold``, the report checker's bar."""
-
 
 def gold_answer(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: CaptionIndex,
                 *, distilled: bool) -> tuple[str | None, list[int]]:
@@ -140,21 +136,22 @@ def judge_citations(memory: Memory, llm, res, q: QAQuestion,
 
 def citation_summary(rows: list[dict]) -> dict | None:
     """Citation precision over the open answers of ``rows`` (``None`` without any):
-    ``precision`` (cited clips with support ≥ :data:`CITATION_THRESHOLD` / cited clips),
-    ``near_target`` (cited clips within ±2 of a target / cited clips whose targets are
-    known), the same two over every clip ``ask``'s support check judged
-    (``precision_judged``, ``near_target_judged``: the solver's citations before the check
-    dropped any), ``citations`` (count), ``answers_citing`` (answers citing at least one
-    clip), ``flagged`` (share of answers marked unverified or not found), ``not_found``
-    (share not found in memory), and the judged accuracy of the answers found and not
-    found (``accuracy_found``, ``accuracy_not_found``). Shares 0–1, 3 places."""
+    ``precision`` (cited clips with support ≥
+    :data:`~edge.answer.support.SUPPORT_THRESHOLD` / cited clips), ``near_target``
+    (cited clips within ±2 of a target / cited clips whose targets are known), the same
+    two over every clip ``ask``'s support check judged (``precision_judged``,
+    ``near_target_judged``: the solver's citations before the check dropped any),
+    ``citations`` (count), ``answers_citing`` (answers citing at least one clip),
+    ``flagged`` (share of answers marked unverified or not found), ``not_found`` (share
+    not found in memory), and the judged accuracy of the answers found and not found
+    (``accuracy_found``, ``accuracy_not_found``). Shares 0–1, 3 places."""
     open_rows = [r for r in rows if "citations" in r]
     if not open_rows:
         return None
 
     def shares(cites: list[dict]) -> tuple[float | None, float | None]:
         located = [c for c in cites if c["near_target"] is not None]
-        return (mean_or_none([float(c["support"] >= CITATION_THRESHOLD) for c in cites]),
+        return (mean_or_none([float(c["support"] >= SUPPORT_THRESHOLD) for c in cites]),
                 mean_or_none([float(c["near_target"]) for c in located]))
 
     cites = [c for r in open_rows for c in r["citations"]]
