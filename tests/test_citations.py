@@ -82,12 +82,18 @@ def test_a_clip_that_only_shares_the_answers_words_is_named_never_cited():
         'unverified: no cited clip holds "pizza"; clip 22 shares those words but is not '
         "cited for that alone (a shared word is not support); the solver's citations "
         "(20, 21) are shown as given")
-    shown = answer_lines(Answer(question="What did I eat for lunch?", asked_at="DAY1 13:00",
-                                answer="I ate pizza for lunch.", sufficient=True, moments=[],
-                                rounds=[], seconds=1.0, citation_check=check,
-                                usage={"llm": {"calls": 1, "tokens_in": 9, "tokens_out": 3}}))
+    shown = _lunch_lines("I ate pizza for lunch.", check)
     assert shown[0] == ("Answer (unverified: no cited moment shows it): I ate pizza for "
                         "lunch.")
+
+
+def _lunch_lines(answer: str, check: dict) -> list[str]:
+    """What ``edge ask`` prints for ``answer`` to "What did I eat for lunch?" with
+    ``check`` as its citation check and no moments."""
+    return answer_lines(Answer(question="What did I eat for lunch?", asked_at="DAY1 13:00",
+                               answer=answer, sufficient=True, moments=[], rounds=[],
+                               seconds=1.0, citation_check=check,
+                               usage={"llm": {"calls": 1, "tokens_in": 9, "tokens_out": 3}}))
 
 
 def test_an_answer_no_clip_supports_keeps_its_citations_and_is_flagged():
@@ -188,10 +194,7 @@ def test_not_found_in_memory_cites_nothing_and_says_so():
              "kept": [], "dropped": [], "added": [], "sharing": [], "support": {20: 0.31},
              "summary": "not found in memory: no cited clip supports the answer (clip 20 "
                         "0.31; the bar is 0.5), so none is cited; …"}
-    shown = answer_lines(Answer(question="What did I eat for lunch?", asked_at="DAY1 13:00",
-                                answer="I ate pizza.", sufficient=True, moments=[],
-                                rounds=[], seconds=1.0, citation_check=check,
-                                usage={"llm": {"calls": 2, "tokens_in": 9, "tokens_out": 3}}))
+    shown = _lunch_lines("I ate pizza.", check)
     assert shown[0] == ("Answer (not found in memory: no clip supports this guess): I ate "
                         "pizza.")
     assert shown[1].startswith("Citations: not found in memory")
