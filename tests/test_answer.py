@@ -305,8 +305,10 @@ def test_merit_loop_never_exceeds_its_round_bound(day, hub):
     filters = sum(1 for r in res.rounds if r.filtered)
     checks = sum(1 for r in res.rounds if r.decision is not None)
     assert checks == 1  # round 1 is checked; the last round never is
-    # decomposition, a filter per round with new anchors, sufficiency, the answer
-    assert _solver_calls(hub, mark) == 1 + filters + checks + 1
+    # decomposition, a filter per round with new anchors, sufficiency, the answer, and a
+    # support judgement per clip the open answer cited
+    judged = len(res.citation_check.get("support", {}))
+    assert _solver_calls(hub, mark) == 1 + filters + checks + 1 + judged
     if len(res.rounds) == 2:
         from edge.answer.steps import collapse_query  # a repeated phrase: once
         assert res.rounds[1].queries == [collapse_query(res.rounds[0].decision["search"])]

@@ -283,7 +283,9 @@ def qa_evidence(memory: Memory, hub, topic: str, *, start: float | None, end: fl
                 on_progress: Callable[[str], None] | None = None) -> list[EvidenceRecord]:
     """QA evidence (MARQUIS §4.3): ``topic`` split into up to ``n`` sub-queries (one solver
     call), each answered by :func:`edge.answer.ask` inside ``(start, end]`` (one round, the
-    ``single`` loop: one solver call each); an answer that cites a clip becomes a record
+    ``single`` loop: one solver call each; no support check there, the record's support is
+    judged by :func:`~edge.report.calibrate.calibrate` like every other record's); an
+    answer that cites a clip becomes a record
     (kind ``qa``, origin ``solver``, text ``sub-query — answer``) tied to the first clip it
     cites. Sub-queries with no cited clip give nothing."""
     from edge.answer import ask
@@ -298,7 +300,7 @@ def qa_evidence(memory: Memory, hub, topic: str, *, start: float | None, end: fl
             on_progress(f"answering sub-question {i}/{min(n, len(subs))}: {sub!r}")
         try:
             res = ask(memory, hub, sub, at=end, window=window, auto_window=False,
-                      max_rounds=1, loop="single")
+                      max_rounds=1, loop="single", support_check=False)  # calibrate judges
         except AskError:
             continue
         cited = [m for m in res.moments if m.cited]
