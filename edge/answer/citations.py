@@ -205,9 +205,10 @@ def check_citations(answer: str, question: str, cited: list[int],
     kept = [cid for cid in cited if len(held[cid]) >= need]
     dropped = [cid for cid in cited if cid not in kept]
     added: list[int] = []
+    uncited = [cid for cid in texts if cid not in cited and len(held[cid]) >= need]
     if is_strong:  # a quoted string or long number came from the clip holding it
         covered = {t for cid in kept for t in held[cid]}
-        pool = [cid for cid in texts if cid not in cited and len(held[cid]) >= need]
+        pool = list(uncited)
         while pool and len(kept) + len(added) < MAX_CITED:
             best = max(pool, key=lambda c: (len(set(held[c]) - covered), -pool.index(c)))
             if not set(held[best]) - covered:
@@ -216,9 +217,8 @@ def check_citations(answer: str, question: str, cited: list[int],
             covered.update(held[best])
             pool.remove(best)
     if not kept and not added:  # no citation holds the answer's terms: keep, but say so
-        sharing = [cid for cid in texts if cid not in cited and len(held[cid]) >= need]
         return cited, _record(terms, cited, [], [], held, checked=True, flagged=True,
-                              need=need, sharing=sharing)
+                              need=need, sharing=uncited)
     return [*kept, *added], _record(terms, kept, dropped, added, held, checked=True,
                                     flagged=False)
 

@@ -99,8 +99,7 @@ def check_support(llm, answer: str, cited: list[int], clips: dict,
         on_step: called ``(done, total)`` before each judgement (progress).
     Returns:
         ``{"support": {clip id: 0–1}, "supported": [ids ≥ SUPPORT_THRESHOLD, in citation
-        order], "best": the highest support or None}``; a clip whose notes do not fit the
-        solver's context gets 0.0.
+        order]}``; a clip whose notes do not fit the solver's context gets 0.0.
     """
     scores: dict[int, float] = {}
     for n, cid in enumerate(cited, 1):
@@ -112,5 +111,4 @@ def check_support(llm, answer: str, cited: list[int], clips: dict,
         except ContextOverflowError:
             scores[cid] = 0.0
     return {"support": scores,
-            "supported": [cid for cid in cited if scores[cid] >= SUPPORT_THRESHOLD],
-            "best": max(scores.values(), default=None)}
+            "supported": [cid for cid in cited if scores[cid] >= SUPPORT_THRESHOLD]}

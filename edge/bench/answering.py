@@ -30,7 +30,7 @@ from edge.answer import ask
 from edge.answer.options import AskOptions
 from edge.answer.question import start
 from edge.answer.steps import decide
-from edge.answer.support import SUPPORT_THRESHOLD, clip_notes, support
+from edge.answer.support import SUPPORT_THRESHOLD, check_support
 from edge.recall.retrieval import Neighborhood, ScoredClip
 from edge.store import Memory
 
@@ -113,25 +113,20 @@ def judge_citations(memory: Memory, llm, res, q: QAQuestion,
     of one of ``q``'s target clips; ``None`` when the targets are not known):
     ``{"cited": the final citations, "judged": every clip ask's support check judged (the
     citations before it dropped any; the final ones when it did not run)}``. The support
-    ``ask`` computed is reused; otherwise one solver call a clip, not counted in the
-    question's calls and seconds."""
-    check = res.citation_check or {}
-    known = check.get("support") or {}
+    ``ask`` computed is reused; otherwise :func:`~edge.answer.support.check_support` judges
+    them, one solver call a clip, not counted in the question's calls and seconds."""
     cited = [m.clip_id for m in res.moments if m.cited]
-    judged = list(known) or cited
-    clips = memory.clips([c for c in judged if c not in known])
+    scores = (res.citation_check or {}).get("support") or check_support(
+        llm, res.answer, cited, memory.clips(cited))["support"]
     targets = {index.pos[t] for t in q.target_clips} if q.target_clips else set()
 
     def row(cid: int) -> dict:
         pos = index.pos[index.index_of[cid]] if cid in index.index_of else None
         near = None if not targets or pos is None else window_hits([pos], targets, 2)[0]
-        value = known[cid] if cid in known else round(
-            support(llm, clip_notes(clips[cid], llm), res.answer, citation=True), 4)
-        return {"clip_id": cid, "near_target": near, "support": value}
+        return {"clip_id": cid, "near_target": near, "support": scores[cid]}
 
-    rows = {cid: row(cid) for cid in judged}
-    return {"cited": [rows[c] if c in rows else row(c) for c in cited],
-            "judged": list(rows.values())}
+    rows = {cid: row(cid) for cid in scores}  # ask's final citations are among them
+    return {"cited": [rows[c] for c in cited], "judged": list(rows.values())}
 
 
 def citation_summary(rows: list[dict]) -> dict | None:
