@@ -384,6 +384,18 @@ def test_an_answer_that_stops_mid_sentence_is_recognised():
         assert not ends_mid_sentence(whole), whole
 
 
+def test_a_multiple_choice_letter_a_is_not_an_answer_cut_off():
+    """Issue 26: 16 of 77 hard-set answers were noted "the answer was cut off
+    mid-sentence" because their letter was "A" (read as the article). A letter is never
+    cut; a multiple-choice reply's reason is what can be."""
+    from edge.answer.steps import cut_off_note
+    assert cut_off_note("A", "Note 3 shows Alice holding the knife.") == ""
+    assert cut_off_note("A", "") == ""
+    assert cut_off_note("B", "Because Lucia said,") == "the reason was cut off mid-sentence"
+    assert cut_off_note("Lucia said,") == "the answer was cut off mid-sentence"
+    assert cut_off_note("Lucia said it was red.") == ""
+
+
 def test_an_answer_cut_by_its_budget_is_marked(memory, hub):
     add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it."])
     # 4 tokens, then 8 on the retry: not even {"answer": "Lucia", "cited": [1]} fits

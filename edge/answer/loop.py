@@ -19,7 +19,7 @@ from .steps import (
     answer,
     decide,
     decompose,
-    ends_mid_sentence,
+    cut_off_note,
     expand,
     filter_neighbors,
     next_queries,
@@ -98,14 +98,15 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         sufficient = bool(reply and reply["sufficient"])
     cited = list(dict.fromkeys(reply["cited_clips"])) if reply else []
     text = collapse_loops((reply or {}).get("answer", "").strip())  # a looping phrase: once
+    reason = (reply or {}).get("reason", "") if o.choices else None
     if reply is not None and not text:
         run.note.failure("the solver gave no answer; showing the retrieved evidence")
-    elif ends_mid_sentence(text):  # e.g. 'Lucia said,'
-        run.note.failure("the answer was cut off mid-sentence")
+    elif cut := cut_off_note(text, reason):  # e.g. 'Lucia said,'
+        run.note.failure(cut)
     extra = {}
     if o.choices:
         extra = {"choices": dict(zip(o.letters, o.choices)),
-                 "reason": (reply or {}).get("reason", "")}
+                 "reason": reason}
         if reply and "scores" in reply:  # choice_scoring="likelihood": P per letter
             extra["scores"] = reply["scores"]
     cited, check = check_cited(run, text, extra, cited, packed)

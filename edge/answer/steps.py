@@ -211,6 +211,16 @@ def ends_mid_sentence(text: str) -> bool:
     return last.isalpha() and last in _DANGLING
 
 
+def cut_off_note(answer: str, reason: str | None = None) -> str:
+    """The note for a reply that stops mid-sentence (:func:`ends_mid_sentence`), else
+    ``""``: an open answer's text is checked; a multiple-choice reply (``reason`` given)
+    has a letter for its answer — ``"A"`` is not the article *a* — so its ``reason`` is
+    checked instead."""
+    if reason is None:
+        return "the answer was cut off mid-sentence" if ends_mid_sentence(answer) else ""
+    return "the reason was cut off mid-sentence" if ends_mid_sentence(reason) else ""
+
+
 def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Packed]]:
     """The final answer call of ``loop="merit"`` over the last round's evidence (the raw
     captions, with a note, when filtering kept nothing), with the anchors' keyframes when
