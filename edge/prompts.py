@@ -227,11 +227,15 @@ SUFFICIENCY_SCHEMA = {
 """The per-round decision of ``loop="merit"``: enough evidence, else the next query."""
 
 
-def choice_schema(letters: list[str], *, decide: bool = True) -> dict:
+def choice_schema(letters: list[str], *, decide: bool = True,
+                  reason_first: bool = False) -> dict:
     """The answer schema for a multiple-choice question: ``answer`` is one of ``letters``
-    plus a one-sentence ``reason``; ``decide`` adds ``sufficient``/``search``."""
-    props = {"answer": {"type": "string", "enum": letters},
-             "reason": {"type": "string", "maxLength": 160}, "cited": _CITED}
+    plus a one-sentence ``reason`` (written before the letter with ``reason_first``);
+    ``decide`` adds ``sufficient``/``search``."""
+    answer = {"type": "string", "enum": letters}
+    reason = {"type": "string", "maxLength": 160}
+    props = ({"reason": reason, "answer": answer} if reason_first
+             else {"answer": answer, "reason": reason}) | {"cited": _CITED}
     if decide:
         props |= {"sufficient": {"type": "boolean"}, "search": _SEARCH}
     return {"type": "object", "properties": props, "required": list(props),
@@ -250,14 +254,20 @@ system prompt, question, notes — and llama.cpp reuses its KV cache for it (iss
 ANSWER_FIELD = """- "answer": a direct answer to the question in one or two sentences;"""
 CHOICE_FIELDS = """- "answer": the letter of the one best choice;
 - "reason": one sentence saying why;"""
+REASON_FIRST_FIELDS = """- "reason": one sentence on what the notes show that decides between \
+the choices;
+- "answer": the letter of the one best choice;"""
+""":data:`CHOICE_FIELDS` with the reason written before the letter (``AskOptions.reason_first``)."""
 
 
-def for_choices(instruction: str) -> str:
+def for_choices(instruction: str, *, reason_first: bool = False) -> str:
     """:data:`DECIDE_INSTRUCTION` or :data:`ANSWER_INSTRUCTION` for a multiple-choice
-    question: the "answer" line asks for the letter and a "reason" line follows. Said to
-    every question, the 1.5B answered open questions with a letter; said in a sentence after
-    the list of fields, a reply written without the grammar left "reason" out."""
-    return instruction.replace(ANSWER_FIELD, CHOICE_FIELDS)
+    question: the "answer" line asks for the letter and a "reason" line follows (precedes
+    it with ``reason_first``). Said to every question, the 1.5B answered open questions
+    with a letter; said in a sentence after the list of fields, a reply written without the
+    grammar left "reason" out."""
+    return instruction.replace(ANSWER_FIELD,
+                               REASON_FIRST_FIELDS if reason_first else CHOICE_FIELDS)
 
 
 DECIDE_INSTRUCTION = """

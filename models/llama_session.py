@@ -182,6 +182,15 @@ class PrefixSnapshots:
             self._snapshots.popitem(last=False)
 
 
+PROMPT_SPEED = {"flash_attn": True, "n_ubatch": 256}
+"""llama.cpp context settings that read a prompt faster on a CPU: flash attention and a
+256-token micro-batch. Measured on 2 cores with Qwen2.5-Coder-1.5B Q4_K_M, a 1,000-token
+prompt: 64 → 70 tokens/s (15.7 → 14.2 s); generation unchanged at 14.3 tokens/s. Through
+``edge bench qa --answer`` (10 dev questions of the hard set, the same hour): every
+question 0.6–3.9 s faster, p50 26.3 → 24.6 s, the same answers (and the same answers on all
+77 dev questions against the run before it)."""
+
+
 class LlamaSession:
     """One GGUF model loaded by llama.cpp, CPU by default, serving one call at a time.
 
@@ -219,6 +228,7 @@ class LlamaSession:
             seed=seed,
             verbose=False,
             chat_format=chat_format,
+            **PROMPT_SPEED,
         )
         self.name = name
         self.n_ctx = n_ctx

@@ -72,7 +72,7 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
         "split_events": True, "aggregate": False, "day_part": "wide", "distill_tokens": 800,
         "hints": True, "neighbor_filter": False, "pyramid": None, "frames": None,
         "answer_tokens": 300, "anchor_tokens": 300, "neighbor_tokens": 100,
-        "support_check": True}
+        "support_check": True, "reason_first": False, "distill_options": True}
 
 
 def test_overrides_replace_fields_by_name_and_unknown_names_are_refused():

@@ -17,9 +17,9 @@ from .search import round_queries
 from .steps import (
     anchor_hits,
     answer,
+    cut_off_note,
     decide,
     decompose,
-    cut_off_note,
     expand,
     filter_neighbors,
     next_queries,

@@ -69,6 +69,12 @@ class AskOptions:
             losses) — no gain; ``likelihood`` saves the ~64 written tokens (~4 s a
             question net on 2 cores) but gives no reason and cites by embedding, so
             ``generate`` stays the default.
+        reason_first: with ``choices`` and ``choice_scoring="generate"``, the reply
+            writes its one-sentence reason before the letter (a short chain of thought)
+            instead of after it; the same tokens are written either way. Measured on
+            the hard set's dev half (77, ``edge bench qa --answer --ablate
+            reason_first=false,true``): 0.545 → 0.519 (9 wins, 11 losses), though the
+            1.5B's ceiling on the target clips alone rose 0.662 → 0.701: off by default.
         choice_queries: with ``choices``, round 1 also searches each option (the
             question's words and the option's), fused with ``fusion``.
         choice_slots: with ``choices`` and ``choice_queries``, each option's own search
@@ -102,6 +108,12 @@ class AskOptions:
             half against 0.519 at 800 (dev: 0.575 vs 0.55 on 40): kept at 800. 600
             again with EmbeddingGemma and no choice slots (issue 26): 18.8 s p50 against
             21.2 on 24 dev questions, 0.532 against 0.545 on the 77: kept at 800.
+        distill_options: with ``choices``, each option's own text is one of the texts
+            the distiller keeps sentences close to (besides the question and the queries
+            tried, which with ``choice_queries`` hold the question followed by each option).
+            Without the bare options (so that sentences naming a wrong option's person or
+            thing elsewhere score lower) the dev half answered 0.506 against 0.545 (1 win,
+            4 losses; ``edge bench qa --answer --set distill_options=false``): on.
         hints: hand the solver what the timeline says after the notes, no LLM call
             (:mod:`edge.answer.hints`): for a counting question the matching episodes
             with their times; for a before/after/first/last question the time of each
@@ -142,6 +154,7 @@ class AskOptions:
     dense_weight: float | None = None
     choices: list[str] | None = None
     choice_scoring: str = "generate"
+    reason_first: bool = False
     choice_queries: bool = True
     choice_slots: bool = False
     spread: int = 2
@@ -149,6 +162,7 @@ class AskOptions:
     aggregate: bool = False
     day_part: str = "wide"
     distill_tokens: int = 800
+    distill_options: bool = True
     hints: bool = True
     neighbor_filter: bool = False
     pyramid: bool | None = None

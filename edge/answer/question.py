@@ -134,11 +134,13 @@ class Run:
 
     def pack(self, view: str) -> list[Packed]:
         """:meth:`Evidence.pack` into this question's budget; ``view="distilled"``: every
-        clip's sentences closest to the question, its options and the queries tried,
+        clip's sentences closest to the question, its options (``opts.distill_options``)
+        and the queries tried,
         within ``opts.distill_tokens`` (:mod:`edge.answer.distill`, no LLM call)."""
         distiller = None
         if view == "distilled":
-            relevance = (*(self.opts.choices or ()), *sorted(self.tried))
+            options = self.opts.choices if self.opts.distill_options else None
+            relevance = (*(options or ()), *sorted(self.tried))
             embedder = self.sentence_embedder() if self.sentence_embedder else self.embedder
             distiller = Distiller(embedder, self.question, relevance, self.opts.distill_tokens)
             view = "all"

@@ -144,7 +144,8 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     read, decision = likelihood_reply(run, packed)
     if read:
         return decision
-    schema = choice_schema(o.letters) if o.choices else SOLVER_SCHEMA
+    schema = (choice_schema(o.letters, reason_first=o.reason_first) if o.choices
+              else SOLVER_SCHEMA)
     try:
         decision = answer_call(run, packed, choice_words(run, DECIDE_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
@@ -235,7 +236,8 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
     read, final = likelihood_reply(run, packed)
     if read:
         return final, packed
-    schema = choice_schema(o.letters, decide=False) if o.choices else ANSWER_SCHEMA
+    schema = (choice_schema(o.letters, decide=False, reason_first=o.reason_first) if o.choices
+              else ANSWER_SCHEMA)
     try:
         final = answer_call(run, packed, choice_words(run, ANSWER_INSTRUCTION), schema)
     except (LLMOutputError, ContextOverflowError) as e:
@@ -290,7 +292,8 @@ def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) 
 def choice_words(run: Run, instruction: str) -> str:
     """``instruction`` as :func:`~edge.prompts.for_choices` words it for a multiple-choice
     question, else unchanged."""
-    return for_choices(instruction) if run.opts.choices else instruction
+    o = run.opts
+    return for_choices(instruction, reason_first=o.reason_first) if o.choices else instruction
 
 
 def what_failed(e: Exception) -> str:
