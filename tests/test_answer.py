@@ -384,6 +384,30 @@ def test_an_answer_that_stops_mid_sentence_is_recognised():
         assert not ends_mid_sentence(whole), whole
 
 
+def test_reason_first_asks_for_the_reason_before_the_letter():
+    """The reason_first lever (issue 26): the instruction lists "reason" before "answer"
+    and the schema (the grammar's field order) follows; off, the letter comes first."""
+    from edge.prompts import DECIDE_INSTRUCTION, choice_schema, for_choices
+    first = for_choices(DECIDE_INSTRUCTION, reason_first=True)
+    assert first.index('"reason"') < first.index('"answer"')
+    plain = for_choices(DECIDE_INSTRUCTION)
+    assert plain.index('"answer"') < plain.index('"reason"')
+    assert list(choice_schema(["A", "B"], reason_first=True)["properties"])[:2] == \
+        ["reason", "answer"]
+    assert choice_schema(["A", "B"])["required"][:2] == ["answer", "reason"]
+
+
+def test_distill_options_decides_whether_bare_options_guide_the_distiller():
+    from edge.answer.question import relevance_texts
+    tried = {"who cut the cake alice", "who cut the cake"}
+    on = AskOptions(choices=["Alice", "Shure"])
+    assert relevance_texts(on, tried) == ("Alice", "Shure", "who cut the cake",
+                                          "who cut the cake alice")
+    off = AskOptions(choices=["Alice", "Shure"], distill_options=False)
+    assert relevance_texts(off, tried) == ("who cut the cake", "who cut the cake alice")
+    assert relevance_texts(AskOptions(), tried) == ("who cut the cake", "who cut the cake alice")
+
+
 def test_a_multiple_choice_letter_a_is_not_an_answer_cut_off():
     """Issue 26: 16 of 77 hard-set answers were noted "the answer was cut off
     mid-sentence" because their letter was "A" (read as the article). A letter is never

@@ -139,14 +139,20 @@ class Run:
         within ``opts.distill_tokens`` (:mod:`edge.answer.distill`, no LLM call)."""
         distiller = None
         if view == "distilled":
-            options = self.opts.choices if self.opts.distill_options else None
-            relevance = (*(options or ()), *sorted(self.tried))
+            relevance = relevance_texts(self.opts, self.tried)
             embedder = self.sentence_embedder() if self.sentence_embedder else self.embedder
             distiller = Distiller(embedder, self.question, relevance, self.opts.distill_tokens)
             view = "all"
         return self.evidence.pack(self.solver, self.budget, anchor_tokens=self.opts.anchor_tokens,
                                   neighbor_tokens=self.opts.neighbor_tokens, view=view,
                                   distiller=distiller)
+
+
+def relevance_texts(opts: AskOptions, tried: set[str]) -> tuple[str, ...]:
+    """The texts besides the question that the distiller keeps sentences close to: the
+    options (with ``opts.distill_options``), then the queries ``tried``, sorted."""
+    options = opts.choices if opts.choices and opts.distill_options else []
+    return (*options, *sorted(tried))
 
 
 def start(memory: Memory, hub, question: str, opts: AskOptions,
