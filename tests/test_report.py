@@ -238,15 +238,29 @@ def test_a_backend_without_token_probabilities_gives_a_verbalised_score_in_0_1(h
     assert hub.usage.summary(mark)["by_role"]["solver"]["tokens_out"] > 0  # it wrote a score
 
 
+@pytest.fixture(scope="module")
+def default_solver():
+    """The default (small) profile's solver, Qwen2.5-Coder-1.5B: the model reports are
+    calibrated with. The tiny profile's 0.5B cannot tell these claims apart (P(yes) 0.55
+    for the milk claim against its own clip and 0.54–0.56 against the email clip, the order
+    flipping with llama.cpp's attention kernel); the 1.5B gives 0.93 against 0.03."""
+    from edge.config import models_dir
+    from models import ModelHub, load_manifest
+
+    h = ModelHub(load_manifest().profile("small"), models_dir())
+    yield h.llm("solver")
+    h.close()
+
+
 @pytest.mark.slow
-def test_calibration_scores_each_record_against_its_own_clip_and_the_threshold_filters(memory,
-                                                                                       hub):
+def test_calibration_scores_each_record_against_its_own_clip_and_the_threshold_filters(
+        memory, default_solver):
     ids = add_clips(memory, [NOTES, "I sit at the desk and type an email to Lucia."])
     clips = memory.clips(ids)
     recs = [_rec(1, ids[0], "I pour milk into a glass."),
             _rec(2, ids[1], "I pour milk into a glass."),  # true of the other clip only
             _rec(3, ids[1], "I type an email.")]
-    got = calibrate(hub.llm("solver"), recs, clips)
+    got = calibrate(default_solver, recs, clips)
     assert [r.id for r in got] == ["E1", "E2", "E3"]
     e1, e2, e3 = (r.support for r in got)
     assert all(0.0 <= x <= 1.0 for x in (e1, e2, e3)) and min(e1, e3) > e2, (e1, e2, e3)
