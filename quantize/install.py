@@ -16,7 +16,10 @@ from pathlib import Path
 from quantize.ggufq import QuantizeError
 
 # The EmbeddingGemma-300M model card's example and its similarities (sentence-transformers,
-# fp32): a converted file must reproduce them within CARD_TOLERANCE.
+# fp32): a converted file must reproduce them within CARD_TOLERANCE. The f16 file is within
+# 0.0003; the Q8_0 file within 0.0016 through llama.cpp's AVX2 kernels and 0.0022 through its
+# AVX-512 ones (scripts/setup.sh builds those where the CPU has them); a broken conversion is
+# off by far more.
 CARD_QUERY = "Which planet is known as the Red Planet?"
 CARD_DOCUMENTS = (
     "Venus is often called Earth's twin because of its similar size and proximity.",
@@ -25,7 +28,7 @@ CARD_DOCUMENTS = (
     "Saturn, famous for its rings, is sometimes mistaken for the Red Planet.",
 )
 CARD_SIMILARITIES = (0.3011, 0.6359, 0.4930, 0.4889)
-CARD_TOLERANCE = 0.002
+CARD_TOLERANCE = 0.004
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,12 @@ def gemma_folder():
 
 def test_the_converted_gguf_gives_the_model_card_s_similarities(gemma_folder, tmp_path):
     from quantize.convert import convert_bert
-    from quantize.install import CARD_SIMILARITIES, card_similarities
+    from quantize.install import CARD_SIMILARITIES, CARD_TOLERANCE, card_similarities
 
     r = convert_bert(gemma_folder, tmp_path / "eg-f16.gguf", "F16")
     assert 600e6 < r.dst_bytes < 650e6
     sims = card_similarities(r.dst)
-    assert np.allclose(sims, CARD_SIMILARITIES, atol=0.002), sims
+    assert np.allclose(sims, CARD_SIMILARITIES, atol=CARD_TOLERANCE), sims
     import gguf
 
     reader = gguf.GGUFReader(r.dst)
@@ -59,7 +59,7 @@ def test_the_converted_gguf_gives_the_model_card_s_similarities(gemma_folder, tm
 def test_the_installed_model_is_the_small_profile_s_embedder(tmp_path):
     from edge.config import models_dir
     from models import ModelHub, load_manifest
-    from quantize.install import CARD_SIMILARITIES, card_similarities
+    from quantize.install import CARD_SIMILARITIES, CARD_TOLERANCE, card_similarities
 
     spec = _gemma_spec()
     hub = ModelHub(load_manifest().profile("small"), models_dir())
@@ -75,7 +75,7 @@ def test_the_installed_model_is_the_small_profile_s_embedder(tmp_path):
     finally:
         hub.close()
     sims = card_similarities(models_dir() / spec.option("file"))
-    assert np.allclose(sims, CARD_SIMILARITIES, atol=0.002), sims
+    assert np.allclose(sims, CARD_SIMILARITIES, atol=CARD_TOLERANCE), sims
 
 
 def test_the_distiller_picks_sentences_with_minilm_and_retrieval_stays_gemma(tmp_path):
