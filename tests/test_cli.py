@@ -1,6 +1,7 @@
 """The CLI as a user drives it (click's runner, a temporary user directory)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -134,6 +135,8 @@ def test_doctor_reports_every_role_working(run):
     lines = r.output.strip().splitlines()
     for role in ("transcriber", "embedder", "captioner", "memory_llm", "solver"):
         assert any(line.startswith("ok") and f"role {role}" in line for line in lines), lines
+    solver = next(line for line in lines if "role solver" in line)
+    assert re.search(r"llama\.cpp (AVX-512|AVX2|generic) build", solver), solver
 
 
 @pytest.mark.slow

@@ -63,7 +63,12 @@ def _exercise(hub, role: str) -> str:
     llm = hub.llm(role)
     res = llm.chat([{"role": "user", "content": "Reply with the word ok."}], role=role,
                    max_tokens=4)
-    return f"generated {res.tokens_out} tokens in {res.seconds:.1f} s (n_ctx {llm.n_ctx})"
+    detail = f"generated {res.tokens_out} tokens in {res.seconds:.1f} s (n_ctx {llm.n_ctx}"
+    if spec_of(hub, role).backend.startswith("llama.cpp"):
+        from models.llama_session import cpu_build
+
+        detail += f", llama.cpp {cpu_build()} build"
+    return detail + ")"
 
 
 def spec_of(hub, role: str):
