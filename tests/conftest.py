@@ -37,6 +37,22 @@ def hub():
     h.close()
 
 
+@pytest.fixture(scope="session")
+def default_solver():
+    """The default (small) profile's solver, Qwen2.5-Coder-1.5B, loaded once per session: the
+    model reports are calibrated with and `edge bench qa --open` judges with. The tiny
+    profile's 0.5B is near chance at these yes/no judgements, and its verdict flips with
+    llama.cpp's kernels (flash attention, the AVX-512 build): P(yes) 0.55 for a claim
+    against its own clip, 0.54–0.56 against another clip; "Alice tuned the red guitar"
+    judged wrong for the reference "Alice". The 1.5B gives 0.93 against 0.03."""
+    from edge.config import models_dir
+    from models import ModelHub, load_manifest
+
+    h = ModelHub(load_manifest().profile("small"), models_dir())
+    yield h.llm("solver")
+    h.close()
+
+
 @pytest.fixture()
 def cli_home(tmp_path, monkeypatch):
     """A temporary user directory for CLI runs (``$EDGE_HOME``), no ``$EDGE_MEMORY``, and the

@@ -198,14 +198,13 @@ def test_an_empty_answer_is_judged_wrong_without_a_call():
 
 
 @pytest.mark.slow
-def test_the_judge_tells_a_right_free_answer_from_a_wrong_one(hub):
-    llm = hub.llm("solver")
+def test_the_judge_tells_a_right_free_answer_from_a_wrong_one(default_solver):
     q = "Who tuned the red guitar in the living room?"
-    mark = hub.usage.mark()
-    right = judge_answer(llm, q, "Alice", "Alice tuned the red guitar.")
-    wrong = judge_answer(llm, q, "Alice", "It was Shure, in the kitchen.")
+    mark = default_solver.usage.mark()
+    right = judge_answer(default_solver, q, "Alice", "Alice tuned the red guitar.")
+    wrong = judge_answer(default_solver, q, "Alice", "It was Shure, in the kitchen.")
     assert right.correct is True and wrong.correct is False
-    assert 2 <= hub.usage.summary(mark)["calls"] <= 4
+    assert 2 <= default_solver.usage.summary(mark)["calls"] <= 4
 
 
 @pytest.mark.slow

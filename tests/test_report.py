@@ -238,20 +238,6 @@ def test_a_backend_without_token_probabilities_gives_a_verbalised_score_in_0_1(h
     assert hub.usage.summary(mark)["by_role"]["solver"]["tokens_out"] > 0  # it wrote a score
 
 
-@pytest.fixture(scope="module")
-def default_solver():
-    """The default (small) profile's solver, Qwen2.5-Coder-1.5B: the model reports are
-    calibrated with. The tiny profile's 0.5B cannot tell these claims apart (P(yes) 0.55
-    for the milk claim against its own clip and 0.54–0.56 against the email clip, the order
-    flipping with llama.cpp's attention kernel); the 1.5B gives 0.93 against 0.03."""
-    from edge.config import models_dir
-    from models import ModelHub, load_manifest
-
-    h = ModelHub(load_manifest().profile("small"), models_dir())
-    yield h.llm("solver")
-    h.close()
-
-
 @pytest.mark.slow
 def test_calibration_scores_each_record_against_its_own_clip_and_the_threshold_filters(
         memory, default_solver):
