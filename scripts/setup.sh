@@ -27,10 +27,10 @@ PY="${PYTHON:-python3.11}"
 VENV="${EDGE_VENV:-$ROOT/.venv}"
 LLAMA_VERSION="0.3.36"
 CACHE_ROOT="${EDGE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge/wheels}"
-# The llama.cpp build: portable (AVX2) everywhere, with AVX-512 (+VNNI, VBMI, BF16) where this
+# The llama.cpp build: portable (AVX2 on x86-64) everywhere, with AVX-512 (+VNNI, VBMI, BF16) where this
 # CPU has it: prompts read ~1.45x faster on 2 cores (Qwen2.5-1.5B Q4_K_M, 1,000 tokens: 64 → 92
 # tokens/s; generation unchanged). Not -march=native: its AMX kernels crash decoding in a VM.
-CPU_FLAGS=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+CPU_FLAGS=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2 || true) "  # none on Arm
 LLAMA_BUILD="portable"
 LLAMA_CMAKE="-DGGML_NATIVE=OFF"
 if [ "${EDGE_LLAMA_PORTABLE:-0}" != 1 ]; then
