@@ -219,9 +219,9 @@ def test_json_field_stream_ignores_other_fields_and_non_strings():
 
 def test_a_free_reply_that_breaks_the_schema_is_asked_again_under_the_grammar(hub):
     """``grammar="on_failure"`` (the default): the first reply is unconstrained; one that
-    does not validate (here the 0.5B, told only "Reply in JSON.", invents its own keys) is
-    followed by the same messages under the schema's grammar, whose prompt comes from the KV
-    cache. Two metered calls; the object validates."""
+    does not validate (here the 0.5B, told only "Reply in JSON.", invents its own keys or
+    writes prose) is followed by the same messages under the schema's grammar, whose prompt
+    comes from the KV cache. Two metered calls; the object validates."""
     llm = hub.llm("solver")
     assert llm.grammar == "on_failure"
     schema = {"type": "object", "properties": {"answer": {"type": "string"},
@@ -231,8 +231,12 @@ def test_a_free_reply_that_breaks_the_schema_is_asked_again_under_the_grammar(hu
             {"role": "user", "content": 'Notes: [1] I put the keys in the "red" bowl.\n'
              "Question: where are the keys?"}]
     free = llm.chat(msgs, role="solver", max_tokens=80)
-    assert set(json.loads(free.text[free.text.find("{"):free.text.rfind("}") + 1])) != {
-        "answer", "sufficient"}  # the case under test: the free reply breaks the schema
+    try:  # the case under test: the free reply breaks the schema (the 0.5B invents its own
+        # keys through the AVX2 build, writes plain prose through the AVX-512 one)
+        keys = set(json.loads(free.text[free.text.find("{"):free.text.rfind("}") + 1]))
+    except ValueError:
+        keys = None
+    assert keys != {"answer", "sufficient"}, free.text
     mark = hub.usage.mark()
     out = llm.chat_json(msgs, role="solver", schema=schema, max_tokens=80)
     assert set(out) == {"answer", "sufficient"} and "red" in out["answer"].lower()
