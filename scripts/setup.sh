@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --profile) PROFILES+=("$2"); shift 2 ;;
     --profile=*) PROFILES+=("${1#*=}"); shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -27,9 +27,10 @@ PY="${PYTHON:-python3.11}"
 VENV="${EDGE_VENV:-$ROOT/.venv}"
 LLAMA_VERSION="0.3.36"
 CACHE_ROOT="${EDGE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge/wheels}"
-# The llama.cpp build: portable (AVX2 on x86-64) everywhere, with AVX-512 (+VNNI, VBMI, BF16) where this
-# CPU has it: prompts read ~1.45x faster on 2 cores (Qwen2.5-1.5B Q4_K_M, 1,000 tokens: 64 → 92
-# tokens/s; generation unchanged). Not -march=native: its AMX kernels crash decoding in a VM.
+# The llama.cpp build: portable (AVX2 on x86-64) everywhere, with AVX-512 (+VNNI, VBMI, BF16)
+# where this CPU has it: prompts read ~1.45x faster on 2 cores (Qwen2.5-1.5B Q4_K_M, 1,000
+# tokens: 64 → 92 tokens/s; generation unchanged). Not -march=native: its AMX kernels crashed
+# in decode on a VM.
 CPU_FLAGS=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2 || true) "  # none on Arm
 LLAMA_BUILD="portable"
 LLAMA_CMAKE="-DGGML_NATIVE=OFF"
