@@ -41,12 +41,13 @@ def gemma_folder():
 
 def test_the_converted_gguf_gives_the_model_card_s_similarities(gemma_folder, tmp_path):
     from quantize.convert import convert_bert
-    from quantize.install import CARD_SIMILARITIES, CARD_TOLERANCE, card_similarities
+    from quantize.install import CARD_SIMILARITIES, card_similarities
 
     r = convert_bert(gemma_folder, tmp_path / "eg-f16.gguf", "F16")
     assert 600e6 < r.dst_bytes < 650e6
     sims = card_similarities(r.dst)
-    assert np.allclose(sims, CARD_SIMILARITIES, atol=CARD_TOLERANCE), sims
+    # f16 is within 0.0003; CARD_TOLERANCE's headroom is for Q8_0 through other kernels
+    assert np.allclose(sims, CARD_SIMILARITIES, atol=0.002), sims
     import gguf
 
     reader = gguf.GGUFReader(r.dst)
