@@ -72,7 +72,8 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
         "split_events": True, "aggregate": False, "day_part": "wide", "distill_tokens": 800,
         "hints": True, "neighbor_filter": False, "pyramid": None, "frames": None,
         "answer_tokens": 300, "anchor_tokens": 300, "neighbor_tokens": 100,
-        "support_check": True, "reason_first": False, "distill_options": True}
+        "support_check": True, "reason_first": False, "distill_options": True,
+        "option_grounding": True}
 
 
 def test_overrides_replace_fields_by_name_and_unknown_names_are_refused():
@@ -251,7 +252,12 @@ def test_one_round_merit_loop_filters_then_answers(day, hub):
     assert len(res.rounds) == 1 and res.rounds[0].decision is None  # no sufficiency call
     assert set(res.rounds[0].filtered) == {a["clip_id"] for a in res.rounds[0].anchors}
     assert res.answer in "ABCD" and len(res.answer) == 1 and res.final is not None
-    assert res.extra == {"choices": dict(zip("ABCD", CHOICES)), "reason": res.final["reason"]}
+    assert res.extra["choices"] == dict(zip("ABCD", CHOICES))
+    assert set(res.extra["grounding"]) == set("ABCD")  # the letter checked by the embedder
+    if "solver_answer" in res.extra:  # replaced: the reason says why
+        assert res.extra["reason"].startswith("the notes ground this option best")
+    else:
+        assert res.extra["reason"] == res.final["reason"]
     more = len(res.rounds[0].queries) - 1  # the options and the question's event phrases
     assert more >= len(CHOICES)
     assert lines == [f"round 1/1: searching {Q!r} and {more} more queries",
@@ -277,7 +283,7 @@ def test_a_likelihood_answer_reads_letter_and_verification_probabilities_and_wri
     are probabilities, and the cited notes are evidence clips."""
     mark = hub.usage.mark()
     res = ask(day, hub, Q, AskOptions(choices=CHOICES, max_rounds=1, top_n=3, delta=1,
-                                      choice_scoring="likelihood"),
+                                      choice_scoring="likelihood", option_grounding=False),
               at=parse_moment("DAY1 11:21"))
     recs = [r for r in hub.usage.records[mark:] if r.role == "solver"]
     assert len(recs) == 1 + len(CHOICES) and all(r.tokens_out == 0 for r in recs)

@@ -189,17 +189,36 @@ def test_the_loss_steps_are_scored_on_the_questions_that_have_them_all():
     from edge.bench.answering import loss_summary
     from edge.bench.report import loss_table
 
-    rows = [{"correct": True, "gold": True, "gold_distilled": True, "round1": True},
-            {"correct": False, "gold": True, "gold_distilled": True, "round1": False},
-            {"correct": True, "gold": True, "gold_distilled": False, "round1": False},
-            {"correct": False, "gold": False, "gold_distilled": False, "round1": False},
+    rows = [{"correct": True, "gold": True, "gold_distilled": True, "round1": True,
+             "solver_correct": True},
+            {"correct": False, "gold": True, "gold_distilled": True, "round1": False,
+             "solver_correct": False},
+            {"correct": True, "gold": True, "gold_distilled": False, "round1": False,
+             "solver_correct": False},  # the grounding replaced a wrong letter
+            {"correct": False, "gold": False, "gold_distilled": False, "round1": False,
+             "solver_correct": False},
             {"correct": True, "round1": True}]  # not scorable: no gold steps, left out
     assert loss_summary(rows) == {"n": 4, "gold": 0.75, "gold_distilled": 0.5,
-                                  "round1": 0.25, "loop": 0.5}
+                                  "round1": 0.25, "solver": 0.25, "loop": 0.5}
     assert loss_summary(rows[4:]) is None
     lines = loss_table({"total": {"loss": loss_summary(rows)},
                         "by_part": {"one-day": {"loss": None}}})
-    assert lines[2] == "| **all** | 4 | 0.75 | 0.5 | 0.25 | 0.5 |" and len(lines) == 3
+    assert lines[2] == "| **all** | 4 | 0.75 | 0.5 | 0.25 | 0.25 | 0.5 |" and len(lines) == 3
+    old = [{k: v for k, v in r.items() if k != "solver_correct"} for r in rows]
+    assert loss_summary(old)["solver"] is None  # results written before the grounding
+
+
+def test_the_grounding_summary_counts_replaced_letters_won_and_lost():
+    from edge.bench.answering import grounding_summary
+
+    def row(solver, answer, truth):
+        return {"solver_answer": solver, "answer": answer, "correct": answer == truth,
+                "solver_correct": solver == truth}
+
+    rows = [row("A", "A", "A"), row("A", "B", "B"), row("C", "B", "C"), row("D", "B", "A"),
+            {"answer": "Alice", "correct": True}]  # an open answer: not counted
+    assert grounding_summary(rows) == {"n": 4, "replaced": 3, "won": 1, "lost": 1}
+    assert grounding_summary(rows[4:]) is None
 
 
 @pytest.mark.slow

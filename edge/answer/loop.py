@@ -10,6 +10,7 @@ from models.repeats import collapse_loops
 
 from .citations import CitationCheck, check_citations
 from .evidence import Packed
+from .grounding import ground_reply
 from .options import AskOptions
 from .question import Run, start
 from .records import Answer, Decision, FinalReply, Round
@@ -96,6 +97,8 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
     else:
         reply = rounds[-1].decision if rounds else None
         sufficient = bool(reply and reply["sufficient"])
+    if o.choices and o.option_grounding and reply and reply.get("answer"):
+        reply = ground_reply(run, reply, packed)  # the evidence's check of the letter
     cited = list(dict.fromkeys(reply["cited_clips"])) if reply else []
     text = collapse_loops((reply or {}).get("answer", "").strip())  # a looping phrase: once
     reason = (reply or {}).get("reason", "") if o.choices else None
@@ -109,6 +112,10 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
                  "reason": reason}
         if reply and "scores" in reply:  # choice_scoring="likelihood": P per letter
             extra["scores"] = reply["scores"]
+        if reply and "grounding" in reply:  # option grounding per letter
+            extra["grounding"] = reply["grounding"]
+        if reply and "solver_answer" in reply:  # the solver's letter it replaced
+            extra["solver_answer"] = reply["solver_answer"]
     cited, check = check_cited(run, text, extra, cited, packed)
     if not o.choices and o.support_check and text and cited:
         cited, check = check_supported(run, text, cited, check)

@@ -7,9 +7,11 @@ over every round's anchors — totals and per type, tag and part.
 same solver also answers from (a) the target clips' captions as its only notes (``gold``:
 what the model can read, the ceiling), (b) those clips through the distiller ``ask`` uses
 (``gold_distilled``), next to (c) ``ask``'s own first round (``round1``: the first round's
-reply of the ``adaptive`` loop) and (d) the whole loop (``accuracy``). Each step's drop is
-what it loses: gold → distilled, the distiller; distilled → round 1, retrieval and packing;
-round 1 → loop, the later rounds.
+reply of the ``adaptive`` loop) and (d) the whole loop: the solver's own letter of its last
+reply (``solver``) and the answer after the option grounding checked it (``loop``,
+:mod:`edge.answer.grounding`). Each step's change is what it loses or wins: gold →
+distilled, the distiller; distilled → round 1, retrieval and packing; round 1 → solver,
+the later rounds; solver → loop, the grounding.
 
 **Citations that hold** (issue 26 item 3): with ``--open`` every clip an answer cites is
 judged by the report checker — the solver's support (:func:`edge.answer.support.support`
@@ -39,7 +41,7 @@ from .measure import percentiles
 from .qa import CaptionIndex, groups, question_row, window_hits
 from .questions import QAQuestion
 
-LOSS_STEPS = ("gold", "gold_distilled", "round1", "loop")
+LOSS_STEPS = ("gold", "gold_distilled", "round1", "solver", "loop")
 """The steps of the loss table, from what the model can read to what ``ask`` answers."""
 
 def gold_answer(memory: Memory, hub, q: QAQuestion, opts: AskOptions, index: CaptionIndex,
@@ -95,6 +97,8 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
                     "not_found": bool(res.citation_check.get("not_found")),
                     "citations": cites["cited"], "judged_citations": cites["judged"]})
         return row
+    row["solver_answer"] = res.extra.get("solver_answer", res.answer)  # before grounding
+    row["solver_correct"] = row["solver_answer"] == q.answer
     first = res.rounds[0].decision if res.rounds else None
     if loss and opts.loop != "merit":  # merit's rounds decide sufficiency, not the answer
         row["round1"] = bool(first) and first.get("answer") == q.answer
@@ -242,7 +246,7 @@ def summarize_answers(rows: list[dict]) -> dict:
         return {"n": 0}
     scored = [r for r in rows if r["scored"]]
     return {"n": len(rows), "scored": len(scored), "loss": loss_summary(rows),
-            "citations": citation_summary(rows),
+            "citations": citation_summary(rows), "grounding": grounding_summary(rows),
             "accuracy": mean_or_none([float(r["correct"]) for r in rows]),
             "hit@Δ2": mean_or_none([float(r["hit@Δ2"]) for r in scored]),
             "all@Δ2": mean_or_none([float(r["all@Δ2"]) for r in scored]),
@@ -294,8 +298,23 @@ def loss_summary(rows: list[dict]) -> dict | None:
         return None
     out: dict = {"n": len(full)}
     for step in LOSS_STEPS:
-        out[step] = mean_or_none([float(r["correct" if step == "loop" else step]) for r in full])
+        key = {"loop": "correct", "solver": "solver_correct"}.get(step, step)
+        out[step] = mean_or_none([float(r[key]) for r in full if key in r])
     return out
+
+
+def grounding_summary(rows: list[dict]) -> dict | None:
+    """What the option grounding did to the multiple-choice answers of ``rows``: in how
+    many of ``n`` it replaced the solver's letter (``replaced``), how many of those it
+    made right (``won``: the solver's letter was wrong) or wrong (``lost``); ``None``
+    when no row has the solver's letter (open answers, older results)."""
+    mc = [r for r in rows if "solver_answer" in r]
+    if not mc:
+        return None
+    moved = [r for r in mc if r["solver_answer"] != r["answer"]]
+    return {"n": len(mc), "replaced": len(moved),
+            "won": sum(r["correct"] and not r["solver_correct"] for r in moved),
+            "lost": sum(r["solver_correct"] and not r["correct"] for r in moved)}
 
 
 def answer_summary(rows: list[dict]) -> dict:

@@ -32,8 +32,9 @@ def table(summary: dict, cols: tuple[str, ...], head: tuple[str, ...],
     return lines
 
 
-_LOSS_COLS = ("n", "gold", "gold_distilled", "round1", "loop")
-_LOSS_HEAD = ("n", "target clips as notes", "distilled", "ask round 1", "ask loop")
+_LOSS_COLS = ("n", "gold", "gold_distilled", "round1", "solver", "loop")
+_LOSS_HEAD = ("n", "target clips as notes", "distilled", "ask round 1",
+              "ask loop, the solver's letter", "ask loop, grounded")
 
 
 def loss_table(summary: dict) -> list[str]:
@@ -123,6 +124,10 @@ def markdown(result: dict) -> str:
                       "evidence is first reached):", "", *rounds]
         if t.get("citations"):
             lines += ["", citations_line(t["citations"])]
+        if t.get("grounding"):
+            g = t["grounding"]
+            lines += ["", f"Option grounding replaced the solver's letter in {g['replaced']} "
+                      f"of {g['n']} questions: {g['won']} made right, {g['lost']} made wrong."]
         loss = loss_table(result["answering"])
         if loss:
             lines += ["", "Where answers are lost (accuracy of the same solver on the "

@@ -58,6 +58,10 @@ from edge.cli.render.ask import AskStream, answer_lines
               help="With --choices: the solver writes its reply (letter, reason, cited notes), "
                    "or the letter comes from its token probabilities, nothing written "
                    "(faster; a remote solver always writes).")
+@click.option("--no-grounding", "option_grounding", is_flag=True, default=True,
+              flag_value=False,
+              help="With --choices: keep the solver's letter even when the evidence grounds "
+                   "another option clearly better (the embedder's check, no solver call).")
 @click.option("--no-support-check", "support_check", is_flag=True, default=True,
               flag_value=False,
               help="Open questions: skip judging each cited clip against the answer (one "
@@ -69,7 +73,8 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
         key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str,
         rrf_k: int | None, use_pyramid: bool | None, frames: bool | None, choices: str | None,
-        choice_scoring: str, support_check: bool, as_json: bool) -> None:
+        choice_scoring: str, option_grounding: bool, support_check: bool,
+        as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
 
@@ -83,7 +88,8 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
                 memory, hub, question, **scope, top_n=top_n, delta=delta, **retrieval_opts,
                 decompose=decompose, pyramid=use_pyramid, frames=frames,
                 **loop_settings(rounds, loop, neighbor_filter), choices=parse_choices(choices),
-                choice_scoring=choice_scoring, support_check=support_check,
+                choice_scoring=choice_scoring, option_grounding=option_grounding,
+                support_check=support_check,
                 on_progress=None if as_json else stream.progress,
                 on_token=None if as_json else stream.token)
         finally:

@@ -62,6 +62,24 @@ class VectorIndex:
             f"SELECT id, clip_id FROM keys WHERE id IN ({marks})", [h[0] for h in hits]))
         return [(owner[kid], sim) for kid, sim in hits if kid in owner]
 
+    def clip_key_vectors(self, clip_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Every stored key vector of ``clip_ids`` in the active space: ``(owner clip id
+        per row (m,) int64, unit vectors (m, dim) float32)`` — all key types, the caption
+        key included; ``m = 0`` (and ``(0, dim)``) when none has a vector."""
+        space = self.vector_space()
+        ids = sorted({int(c) for c in clip_ids})
+        owner: dict[int, int] = {}
+        for s in range(0, len(ids), 500):
+            part = ids[s:s + 500]
+            marks = ",".join("?" * len(part))
+            owner.update(self.db.execute(
+                f"SELECT id, clip_id FROM keys WHERE clip_id IN ({marks})", part))
+        if not owner:
+            return np.empty(0, np.int64), np.empty((0, space.dim), np.float32)
+        found, vecs = read_vectors(self.db, np.asarray(sorted(owner), np.int64),
+                                   space.key_table, space.dim)
+        return np.asarray([owner[int(k)] for k in found], np.int64), vecs
+
     def _query_space(self, query: np.ndarray):
         """The active space, after checking that ``query`` has its width: a query embedded
         by another model than the one that wrote the vectors would match nothing."""
