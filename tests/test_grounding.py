@@ -73,17 +73,22 @@ def test_grounding_is_the_best_clip_for_the_question_and_the_option_together(she
     emb = hub.embedder
     ids = list(shelf_day.clip_key_vectors(range(1, 100))[0])
     g = option_grounding(shelf_day, emb, QUESTION, CHOICES, ids)
-    assert len(g) == len(CHOICES) and max(g) == g[1]  # Alice: named where the shelf is
+    assert g.clip_ids == sorted(set(ids)) and g.per_clip.shape == (len(CAPTIONS), 4)
+    assert len(g.scores) == len(CHOICES) and max(g.scores) == g.scores[1]  # Alice
     # By hand: per clip, the question's best key cosine plus the option's.
     q = emb.embed([QUESTION], query=True)[0]
     o = emb.embed(CHOICES, query=True)
     keys = emb.embed(CAPTIONS)
-    want = ((keys @ q)[:, None] + keys @ o.T).max(axis=0)
-    assert np.allclose(g, want, atol=1e-3)
-    assert option_grounding(shelf_day, emb, QUESTION, CHOICES, [10_000]) == []
+    per_clip = (keys @ q)[:, None] + keys @ o.T
+    assert np.allclose(g.per_clip, per_clip, atol=1e-3)
+    assert np.allclose(g.scores, per_clip.max(axis=0), atol=1e-3)
+    # Alice is grounded by the two shelf clips, not by where Shure or Tasha are
+    assert g.best_clips(1) == [g.clip_ids[i] for i in np.argsort(-per_clip[:, 1])[:2]]
+    assert set(g.best_clips(1)) == {g.clip_ids[2], g.clip_ids[3]}
+    assert option_grounding(shelf_day, emb, QUESTION, CHOICES, [10_000]) is None
     # options that are only verdicts say nothing a clip could show: not grounded
-    assert option_grounding(shelf_day, emb, "Did Alice help me?", ["Yes", "No."], ids) == []
-    assert len(option_grounding(shelf_day, emb, QUESTION, ["No one", "Alice"], ids)) == 2
+    assert option_grounding(shelf_day, emb, "Did Alice help me?", ["Yes", "No."], ids) is None
+    assert len(option_grounding(shelf_day, emb, QUESTION, ["No one", "Alice"], ids).scores) == 2
 
 
 def test_a_poorly_grounded_letter_is_replaced_with_its_reason_citations_and_note(
@@ -102,7 +107,8 @@ def test_a_poorly_grounded_letter_is_replaced_with_its_reason_citations_and_note
     assert out["reason"].startswith("the notes ground this option best (B ")
     assert "A " in out["reason"] and "the solver's choice" in out["reason"]
     shown = {p.item.clip.id: p.item.clip.caption for p in packed}
-    assert out["cited_clips"] and "Alice" in shown[out["cited_clips"][0]]
+    assert out["cited_clips"] and all("shelf" in shown[c] for c in out["cited_clips"])
+    assert [packed[n - 1].item.clip.id for n in out["cited"]] == out["cited_clips"]
     assert "the solver chose A; the evidence grounds B better" in run.note.text
     # the solver's own best-grounded letter is kept, with the scores beside it
     kept = ground_reply(run, {**reply, "answer": "B"}, packed)

@@ -16,18 +16,30 @@ and options (~0.3 s on 2 cores with EmbeddingGemma) and a read of the evidence's
 
 The solver's letter is kept unless another option's grounding exceeds its own by more
 than :data:`GROUNDING_MARGIN`. Measured on the hard set's dev half (77 questions, the
-small profile, EmbeddingGemma 512-d memory of days 1–4): the written letters alone 0.532,
-the grounding alone 0.675, the rule 0.688 (one-day 0.725, multi-day 0.649; margins 0.04
-and 0.06 the same, 0 to 0.12 all within 0.649–0.688).
+small profile, EmbeddingGemma 512-d memory of days 1–4, ``edge bench qa --questions hard
+--split dev --answer``): the solver's written letters 0.532, the grounding alone 0.675,
+the rule **0.688** (one-day 0.675 → 0.750, multi-day 0.378 → 0.622; 28 letters replaced,
+17 made right, 5 made wrong). Margins from 0 to 0.12 all gave 0.649–0.688 (offline, the
+same notes): the rule is not balanced on its margin. The options are compared where
+they are said, so a question whose options are bare verdicts ("Yes"/"No") is left alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .evidence import Packed
+from .question import Run
+
+CITED_NOTES = 2
+"""Notes cited for a replaced letter: those whose clips ground its option best."""
+
 GROUNDING_MARGIN = 0.06
-"""How much more grounding (a sum of two cosines, so 0–2) another option needs than the
-solver's own to replace it: chosen on the dev half (0.04–0.06 equal), not on test."""
+"""How much more grounding (a sum of two cosines, so −2…2) another option needs than the
+solver's own to replace it: chosen on the dev half (0.04–0.07 within one question of
+each other), not on test."""
 
 
 VERDICT_WORDS = frozenset({"yes", "no", "true", "false", "maybe", "unknown", "not sure",
@@ -43,19 +55,38 @@ def groundable(choices: list[str]) -> bool:
                for c in choices)
 
 
+@dataclass(frozen=True)
+class Grounding:
+    """The options' grounding in the evidence: ``clip_ids`` (m,) the evidence clips that
+    have key vectors, ascending; ``per_clip`` (m, options) float32, each clip's grounding
+    of each option (the question's best key cosine plus the option's, −2…2)."""
+
+    clip_ids: list[int]
+    per_clip: np.ndarray
+
+    @property
+    def scores(self) -> list[float]:
+        """Each option's grounding, the best clip's (rounded to 4 places), in order."""
+        return [round(float(v), 4) for v in self.per_clip.max(axis=0)]
+
+    def best_clips(self, option: int, k: int = 2) -> list[int]:
+        """The ``k`` clip ids that ground option number ``option`` (from 0) best, best
+        first."""
+        order = np.argsort(-self.per_clip[:, option], kind="stable")[:k]
+        return [self.clip_ids[int(i)] for i in order]
+
+
 def option_grounding(memory, embedder, question: str, choices: list[str],
-                     clip_ids: list[int]) -> list[float]:
-    """The grounding of each option in the evidence clips ``clip_ids`` (module docstring:
-    per clip, the question's best key cosine plus the option's best key cosine; the
-    maximum over clips), one float per choice in order (−2…2; ``[]`` when no clip has a
-    key vector, or the options are only verdicts: :func:`groundable`). ``memory``: a
-    :class:`~edge.store.Memory`; ``embedder`` the one that wrote its vectors
-    (``ValueError`` for another width)."""
+                     clip_ids: list[int]) -> Grounding | None:
+    """The :class:`Grounding` of each option in the evidence clips ``clip_ids`` (module
+    docstring; ``None`` when no clip has a key vector, or the options are only verdicts:
+    :func:`groundable`). ``memory``: a :class:`~edge.store.Memory`; ``embedder`` the one
+    that wrote its vectors (``ValueError`` for another width)."""
     if not choices or not groundable(choices):
-        return []
+        return None
     owners, keys = memory.clip_key_vectors(clip_ids)
     if not len(owners):
-        return []
+        return None
     vecs = np.asarray(embedder.embed([question, *[" ".join(str(c).split()) for c in choices]],
                                      query=True), np.float32)
     if vecs.shape[1] != keys.shape[1]:
@@ -65,8 +96,7 @@ def option_grounding(memory, embedder, question: str, choices: list[str],
     clips, row_clip = np.unique(owners, return_inverse=True)
     best = np.full((len(clips), sims.shape[1]), -np.inf, np.float32)
     np.maximum.at(best, row_clip, sims)  # per clip, per query: the best key
-    per_clip = best[:, :1] + best[:, 1:]  # (clips, options)
-    return [round(float(v), 4) for v in per_clip.max(axis=0)]
+    return Grounding([int(c) for c in clips], best[:, :1] + best[:, 1:])
 
 
 def grounded_letter(letter: str, letters: list[str], grounding: list[float],
@@ -84,38 +114,37 @@ def grounded_letter(letter: str, letters: list[str], grounding: list[float],
         else letter
 
 
-def ground_reply(run, reply: dict, packed: list) -> dict:
+def ground_reply(run: Run, reply: dict, packed: list[Packed]) -> dict:
     """A multiple-choice reply (``answer`` a letter) checked by the evidence's grounding
     (:func:`option_grounding` over every evidence clip of ``run``; :func:`grounded_letter`):
     the reply with ``grounding`` (letter → score) added, and — when another option is
     better grounded by more than the margin — that option as its ``answer``, the solver's
     letter as ``solver_answer``, a ``reason`` that says so, and as ``cited``/``cited_clips``
-    the notes of ``packed`` closest to the question and that option (no solver call). A
-    grounding that cannot be computed leaves the reply as it is, with a remark."""
-    from .evidence import cited_clips
-    from .likelihood import cite_notes
-
+    the notes of ``packed`` whose clips ground that option best (up to
+    :data:`CITED_NOTES`; no solver call). A grounding that cannot be computed leaves the
+    reply as it is, with a remark."""
     o = run.opts
     try:
-        scores = option_grounding(run.memory, run.embedder, run.question, list(o.choices),
-                                  list(run.evidence.items))
+        g = option_grounding(run.memory, run.embedder, run.question, list(o.choices),
+                             list(run.evidence.items))
     except ValueError as e:
         run.note.remark(f"the options were not checked against the evidence ({e})")
         return reply
-    if not scores:
+    if g is None:
         return reply
+    scores = g.scores
     solver = str(reply.get("answer", "")).strip()
     letter = grounded_letter(solver, o.letters, scores)
     out = {**reply, "grounding": dict(zip(o.letters, scores, strict=True))}
     if letter == solver:
         return out
-    choice = " ".join(str(o.choices[o.letters.index(letter)]).split())
+    i = o.letters.index(letter)
     theirs = (f"{solver} {scores[o.letters.index(solver)]:.2f}, the solver's choice"
               if solver in o.letters else f"the solver's reply {solver!r} is not an option")
-    cited = cite_notes(run, packed, f"{run.question} {choice}")
+    note_of = {p.item.clip.id: n for n, p in enumerate(packed, 1)}
+    shown = [c for c in g.best_clips(i, len(g.clip_ids)) if c in note_of][:CITED_NOTES]
     run.note.remark(f"the solver chose {solver or 'nothing'}; the evidence grounds {letter} "
                     "better, so the answer is " + letter)
-    return {**out, "answer": letter, "solver_answer": solver, "cited": cited,
-            "cited_clips": cited_clips({"cited": cited}, packed),
-            "reason": (f"the notes ground this option best ({letter} "
-                       f"{scores[o.letters.index(letter)]:.2f}; {theirs})")}
+    return {**out, "answer": letter, "solver_answer": solver,
+            "cited": [note_of[c] for c in shown], "cited_clips": shown,
+            "reason": f"the notes ground this option best ({letter} {scores[i]:.2f}; {theirs})"}

@@ -138,10 +138,11 @@ class AskOptions:
             without 1 of 9.
         option_grounding: with ``choices``, the solver's letter is checked against the
             evidence by the embedder (:mod:`edge.answer.grounding`, no solver call): an
-            option that the evidence clips about the question say clearly more often —
-            its grounding exceeds the solver's option's by more than
+            option that an evidence clip about the question says clearly better — its
+            grounding exceeds the solver's option's by more than
             :data:`~edge.answer.grounding.GROUNDING_MARGIN` — replaces it, cited by the
-            notes closest to it. Hard set, dev half (77, small profile): 0.532 → 0.688.
+            notes whose clips ground it best. Hard set, dev half (77, small profile):
+            0.532 → 0.688 (17 letters made right, 5 made wrong).
     """
 
     at: float | None = None
