@@ -235,9 +235,16 @@ def test_answering_with_the_loss_steps_reads_the_target_clips(files, hub, tmp_pa
         target = caption_index(m, files / "caps.json").clip_ids[2]
     assert row["id"] == "Q1" and row["gold_clips"] == [target] == row["gold_distilled_clips"]
     assert {row["gold_answer"], row["gold_distilled_answer"]} <= set("ABCD")
-    assert row["gold"] == (row["gold_answer"] == "A") and row["round1"] == row["correct"]
+    assert row["gold"] == (row["gold_answer"] == "A")
+    # one round: its reply is the solver's letter; the answer is that letter grounded
+    assert row["round1"] == row["solver_correct"] == (row["solver_answer"] == "A")
+    assert row["correct"] == (row["answer"] == "A")
     loss = res["answering"]["total"]["loss"]
     assert loss["n"] == 1 and loss["gold"] == float(row["gold"])
+    assert loss["solver"] == float(row["solver_correct"]) and loss["loop"] == float(row["correct"])
+    grounding = res["answering"]["total"]["grounding"]
+    replaced = int(row["answer"] != row["solver_answer"])
+    assert grounding["n"] == 1 and grounding["replaced"] == replaced
     from edge.bench.report import markdown
     assert f"| **all** | 1 | {float(row['gold'])} | " in markdown(res)
 
