@@ -126,3 +126,20 @@ def test_ask_answers_a_multiple_choice_question_with_the_grounded_letter(shelf_d
     off = ask(shelf_day, hub, QUESTION, choices=CHOICES, at=parse_moment("DAY1 12:00"),
               max_rounds=1, pyramid=False, option_grounding=False)
     assert "grounding" not in off.extra and "solver_answer" not in off.extra
+
+
+def test_edge_ask_no_grounding_keeps_the_solvers_letter(run, hub, tmp_path):
+    import json
+
+    from edge.store import Memory
+
+    path = tmp_path / "shelf.db"
+    with Memory(path) as m:
+        add_clips(m, CAPTIONS, vectors=hub.embedder.embed(CAPTIONS), keys="caption")
+    args = ["ask", "--memory", path, "--at", "DAY1 12:00", "--rounds", "1", "--json",
+            "--choices", "|".join(CHOICES), QUESTION]
+    out = json.loads(run(*args).output)
+    assert out["answer"] == "B" and set(out["extra"]["grounding"]) == set(LETTERS)
+    out = json.loads(run(*args[:-1], "--no-grounding", QUESTION).output)
+    assert "grounding" not in out["extra"] and "solver_answer" not in out["extra"]
+    assert out["answer"] in LETTERS
