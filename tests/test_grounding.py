@@ -143,3 +143,25 @@ def test_edge_ask_no_grounding_keeps_the_solvers_letter(run, hub, tmp_path):
     out = json.loads(run(*args[:-1], "--no-grounding", QUESTION).output)
     assert "grounding" not in out["extra"] and "solver_answer" not in out["extra"]
     assert out["answer"] in LETTERS
+
+
+def test_a_replaced_letter_is_checked_by_its_options_text_not_the_reasons_words():
+    """Found as a user would (`edge ask --choices "Alice|Shure|Katrina|Tasha" "Who helped
+    me assemble the rack?"`): the replaced answer "Shure" was marked unverified because its
+    reason's words ("notes", "best") are in no cited clip. The option is what is checked."""
+    from types import SimpleNamespace
+
+    from edge.answer.loop import check_cited
+
+    ev = [(1, "Shure says, so it doesn't move around. I insert a rod while Shure holds it."),
+          (2, "Shure laughs with Katrina about the rack."),
+          (3, "Katrina says this is not the best spot; check the notes."),
+          (4, "Shure and Tasha carry the boxes; Shure jokes.")]
+    run = SimpleNamespace(question="Who helped me assemble the rack?",
+                          evidence=SimpleNamespace(check_texts=lambda ids: ev))
+    extra = {"choices": dict(zip(LETTERS, ["Alice", "Shure", "Katrina", "Tasha"])),
+             "reason": "the notes ground this option best (B 1.26; C 1.16, the solver's choice)"}
+    _, check = check_cited(run, "B", {**extra, "solver_answer": "C"}, [1], [])
+    assert not check["flagged"] and check["terms"] == ["shure"]
+    _, check = check_cited(run, "B", extra, [1], [])  # a solver's own reason is checked
+    assert check["flagged"] and "best" in check["terms"]

@@ -155,8 +155,11 @@ def check_cited(run: Run, text: str, extra: dict, cited: list[int],
                 packed: list[Packed]) -> tuple[list[int], CitationCheck]:
     """The citations of answer ``text`` checked against every evidence clip's text
     (:mod:`edge.answer.citations`; the clips of ``packed`` preferred when one is added). A
-    multiple-choice answer is checked as its option's text and the reason."""
+    multiple-choice answer is checked as its option's text and the solver's reason (as its
+    option's text alone when the grounding replaced the letter: the reason then only says
+    so, in words no clip holds)."""
     if extra.get("choices"):
-        text = f"{extra['choices'].get(text, '')} {extra['reason']}"
+        reason = "" if "solver_answer" in extra else extra["reason"]
+        text = f"{extra['choices'].get(text, '')} {reason}".strip()
     return check_citations(text, run.question, cited,
                            run.evidence.check_texts([p.item.clip.id for p in packed]))
