@@ -110,12 +110,10 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
     if o.choices:
         extra = {"choices": dict(zip(o.letters, o.choices)),
                  "reason": reason}
-        if reply and "scores" in reply:  # choice_scoring="likelihood": P per letter
-            extra["scores"] = reply["scores"]
-        if reply and "grounding" in reply:  # option grounding per letter
-            extra["grounding"] = reply["grounding"]
-        if reply and "solver_answer" in reply:  # the solver's letter it replaced
-            extra["solver_answer"] = reply["solver_answer"]
+        # per letter: P with choice_scoring="likelihood", the option grounding; and the
+        # solver's letter when the grounding replaced it
+        extra.update({k: reply[k] for k in ("scores", "grounding", "solver_answer")
+                      if reply and k in reply})
     cited, check = check_cited(run, text, extra, cited, packed)
     if not o.choices and o.support_check and text and cited:
         cited, check = check_supported(run, text, cited, check)

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 
 from edge.store.keyindex import KeyIndex, index_path, read_vectors
+from edge.store.records import id_marks
 from edge.store.scope import day_scope, time_scope
 
 log = logging.getLogger(__name__)
@@ -67,13 +68,9 @@ class VectorIndex:
         per row (m,) int64, unit vectors (m, dim) float32)`` — all key types, the caption
         key included; ``m = 0`` (and ``(0, dim)``) when none has a vector."""
         space = self.vector_space()
-        ids = sorted({int(c) for c in clip_ids})
-        owner: dict[int, int] = {}
-        for s in range(0, len(ids), 500):
-            part = ids[s:s + 500]
-            marks = ",".join("?" * len(part))
-            owner.update(self.db.execute(
-                f"SELECT id, clip_id FROM keys WHERE clip_id IN ({marks})", part))
+        ids, marks = id_marks(int(c) for c in clip_ids)
+        owner = dict(self.db.execute(
+            f"SELECT id, clip_id FROM keys WHERE clip_id IN ({marks})", ids)) if ids else {}
         if not owner:
             return np.empty(0, np.int64), np.empty((0, space.dim), np.float32)
         found, vecs = read_vectors(self.db, np.asarray(sorted(owner), np.int64),
