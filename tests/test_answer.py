@@ -255,7 +255,7 @@ def test_one_round_merit_loop_filters_then_answers(day, hub):
     assert res.extra["choices"] == dict(zip("ABCD", CHOICES))
     assert set(res.extra["grounding"]) == set("ABCD")  # the letter checked by the embedder
     if "solver_answer" in res.extra:  # replaced: the reason says why
-        assert res.extra["reason"].startswith("the notes ground this option best")
+        assert "(grounding " in res.extra["reason"] and "the solver" in res.extra["reason"]
     else:
         assert res.extra["reason"] == res.final["reason"]
     more = len(res.rounds[0].queries) - 1  # the options and the question's event phrases

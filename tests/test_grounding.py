@@ -13,6 +13,7 @@ from edge.answer.grounding import (
     grounded_letter,
     option_grounding,
 )
+from edge.answer.hints import moment
 from edge.answer.question import start
 from edge.answer.steps import retrieve
 from edge.store import INDEX_TYPES
@@ -104,10 +105,12 @@ def test_a_poorly_grounded_letter_is_replaced_with_its_reason_citations_and_note
     assert out["answer"] == "B" and out["solver_answer"] == "A"
     assert set(out["grounding"]) == set(LETTERS)
     assert out["grounding"]["B"] - out["grounding"]["A"] > GROUNDING_MARGIN
-    assert out["reason"].startswith("the notes ground this option best (B ")
-    assert "A " in out["reason"] and "the solver's choice" in out["reason"]
     shown = {p.item.clip.id: p.item.clip.caption for p in packed}
     assert out["cited_clips"] and all("shelf" in shown[c] for c in out["cited_clips"])
+    best = next(p.item.clip for p in packed if p.item.clip.id == out["cited_clips"][0])
+    assert out["reason"].startswith(f"{moment(best.t_start)} is the moment most about the "
+                                    "question that names this option (grounding B ")
+    assert "; A " in out["reason"] and "the solver's choice" in out["reason"]
     assert [packed[n - 1].item.clip.id for n in out["cited"]] == out["cited_clips"]
     assert "the solver chose A; the evidence grounds B better" in run.note.text
     # the solver's own best-grounded letter is kept, with the scores beside it
@@ -148,7 +151,8 @@ def test_edge_ask_no_grounding_keeps_the_solvers_letter(run, hub, tmp_path):
 def test_a_replaced_letter_is_checked_by_its_options_text_not_the_reasons_words():
     """Found as a user would (`edge ask --choices "Alice|Shure|Katrina|Tasha" "Who helped
     me assemble the rack?"`): the replaced answer "Shure" was marked unverified because its
-    reason's words ("notes", "best") are in no cited clip. The option is what is checked."""
+    reason's words ("notes", "best"; now "grounding", "moment") are in no cited clip. The
+    option is what is checked."""
     from types import SimpleNamespace
 
     from edge.answer.loop import check_cited
@@ -160,8 +164,9 @@ def test_a_replaced_letter_is_checked_by_its_options_text_not_the_reasons_words(
     run = SimpleNamespace(question="Who helped me assemble the rack?",
                           evidence=SimpleNamespace(check_texts=lambda ids: ev))
     extra = {"choices": dict(zip(LETTERS, ["Alice", "Shure", "Katrina", "Tasha"])),
-             "reason": "the notes ground this option best (B 1.26; C 1.16, the solver's choice)"}
+             "reason": "DAY1 12:58 is the moment most about the question that names this "
+                       "option (grounding B 1.26; C 1.16, the solver's choice)"}
     _, check = check_cited(run, "B", {**extra, "solver_answer": "C"}, [1], [])
     assert not check["flagged"] and check["terms"] == ["shure"]
     _, check = check_cited(run, "B", extra, [1], [])  # a solver's own reason is checked
-    assert check["flagged"] and "best" in check["terms"]
+    assert check["flagged"] and "ground" in check["terms"]

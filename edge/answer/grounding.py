@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .evidence import Packed
+from .hints import moment
 from .question import Run
 
 CITED_NOTES = 2
@@ -123,7 +124,9 @@ def ground_reply(run: Run, reply: dict, packed: list[Packed]) -> dict:
     (:func:`option_grounding` over every evidence clip of ``run``; :func:`grounded_letter`):
     the reply with ``grounding`` (letter → score) added, and — when another option is
     better grounded by more than the margin — that option as its ``answer``, the solver's
-    letter as ``solver_answer``, a ``reason`` that says so, and as ``cited``/``cited_clips``
+    letter as ``solver_answer``, a ``reason`` that names the moment grounding it best
+    ("DAY1 12:58 is the moment most about the question that names this option (grounding B
+    1.26; C 1.16, the solver's choice)"), and as ``cited``/``cited_clips``
     the notes of ``packed`` whose clips ground that option best (up to
     :data:`CITED_NOTES`; no solver call). A grounding that cannot be computed leaves the
     reply as it is, with a remark."""
@@ -149,6 +152,9 @@ def ground_reply(run: Run, reply: dict, packed: list[Packed]) -> dict:
     shown = [c for c in g.best_clips(i, len(g.clip_ids)) if c in note_of][:CITED_NOTES]
     run.note.remark(f"the solver chose {solver or 'nothing'}; the evidence grounds {letter} "
                     "better, so the answer is " + letter)
+    where = [p.item.clip for p in packed if p.item.clip.id in shown[:1]]
+    said = (f"{moment(where[0].t_start)} is the moment most about the question that names "
+            "this option" if where else "the notes ground this option best")
     return {**out, "answer": letter, "solver_answer": solver,
             "cited": [note_of[c] for c in shown], "cited_clips": shown,
-            "reason": f"the notes ground this option best ({letter} {scores[i]:.2f}; {theirs})"}
+            "reason": f"{said} (grounding {letter} {scores[i]:.2f}; {theirs})"}
