@@ -34,6 +34,15 @@ def test_terms_are_quoted_strings_numbers_and_content_words_not_the_questions():
     assert stem("boiling") == stem("boils") == "boil" and stem("is") == "is"
 
 
+def test_the_solvers_words_about_its_notes_are_not_terms():
+    """Found asking as a user: "The notes clearly state that Lucia helped…" was checked
+    against "not" (the stem of "notes"), which nearly every clip holds."""
+    t = answer_terms("Yes. The notes clearly state that Lucia helped me assemble the rack; "
+                     "note [9] mentions it, so it is the best option.",
+                     "Who helped me assemble the rack?")
+    assert t["words"] == ["lucia", "best", "9"]  # "helped" is the question's word
+
+
 def test_an_uncited_clip_holding_the_answers_string_is_cited_and_a_cited_one_without_it_dropped():
     cited, check = check_citations('The screen showed "BUILD FAILED".', Q, [12], CLIPS)
     assert cited == [11]
