@@ -152,9 +152,9 @@ def ground_reply(run: Run, reply: dict, packed: list[Packed]) -> dict:
     shown = [c for c in g.best_clips(i, len(g.clip_ids)) if c in note_of][:CITED_NOTES]
     run.note.remark(f"the solver chose {solver or 'nothing'}; the evidence grounds {letter} "
                     "better, so the answer is " + letter)
-    where = [p.item.clip for p in packed if p.item.clip.id in shown[:1]]
-    said = (f"{moment(where[0].t_start)} is the moment most about the question that names "
-            "this option" if where else "the notes ground this option best")
+    said = (f"{moment(packed[note_of[shown[0]] - 1].item.clip.t_start)} is the moment most "
+            "about the question that names this option" if shown
+            else "the notes ground this option best")
     return {**out, "answer": letter, "solver_answer": solver,
             "cited": [note_of[c] for c in shown], "cited_clips": shown,
             "reason": f"{said} (grounding {letter} {scores[i]:.2f}; {theirs})"}
