@@ -165,8 +165,15 @@ def test_a_target_clip_not_in_the_memory_makes_the_question_unscorable(files, hu
         assert index.missing == len(SCENES) - 3
         assert unscored_reason(qs[0], index) is None  # target 2 is stored
         assert unscored_reason(qs[2], index) == "a target clip is not in the memory"
-        index, added = ensure_memory(m, hub, files / "caps.json")
+        told, seen = [], []
+        index, added = ensure_memory(m, hub, files / "caps.json", on_progress=seen.append,
+                                     on_missing=lambda n, total: told.append((n, total)))
         assert added == len(SCENES) - 3 and index.missing == 0
+        assert told == [(len(SCENES) - 3, len(SCENES))]  # said once, before ingesting
+        assert sum(seen) == len(SCENES)  # every record gone through, the stored ones too
+        told.clear()
+        ensure_memory(m, hub, files / "caps.json", on_missing=lambda n, t: told.append(n))
+        assert told == []  # nothing missing: nothing said
         assert part_of(qs[4], index) == "multi-day" and part_of(qs[0], index) == "one-day"
 
 

@@ -78,13 +78,19 @@ def caption_index(memory: Memory, path: Path) -> CaptionIndex:
 
 
 def ensure_memory(memory: Memory, hub, captions: Path,
-                  on_progress: Callable[[int], None] | None = None) -> tuple[CaptionIndex, int]:
+                  on_progress: Callable[[int], None] | None = None,
+                  on_missing: Callable[[int, int], None] | None = None
+                  ) -> tuple[CaptionIndex, int]:
     """The caption file's :class:`CaptionIndex` in ``memory``, after ingesting the file's
     records that are missing (their keys from the file, no pyramid; nothing is stored
-    twice). Returns the index and the number of clips added."""
+    twice). Returns the index and the number of clips added. ``on_missing(missing,
+    records)``: called once before any ingest, with the records missing and the file's
+    records; ``on_progress(n)``: ``n`` more records gone through."""
     index = caption_index(memory, captions)
     if not index.missing:
         return index, 0
+    if on_missing is not None:
+        on_missing(index.missing, len(index.clip_ids))
     result = ingest_caption_file(memory, hub, captions, on_progress=on_progress)
     return caption_index(memory, captions), result.clips_added
 
