@@ -155,7 +155,7 @@ def ground_reply(run: Run, reply: dict, packed: list[Packed]) -> dict:
     shown = [c for c in g.best_clips(i, len(g.clip_ids)) if c in note_of][:CITED_NOTES]
     run.note.remark(f"the solver chose {solver or 'nothing'}; the evidence grounds {letter} "
                     "better, so the answer is " + letter)
-    said = (f"{moment(packed[note_of[shown[0]] - 1].item.clip.t_start)} is the moment most "
+    said = (f"{moment(run.evidence.items[shown[0]].clip.t_start)} is the moment most "
             "about the question that names this option" if shown
             else "the notes ground this option best")
     return {**out, "answer": letter, "solver_answer": solver,

@@ -173,7 +173,7 @@ def ingest_missing(memory: Memory, hub, p: Plan,
         nonlocal bar
         say(f"{p.memory} holds {records - n} of the {records} clips of {p.captions.name}: "
             f"ingesting {n} first (the file's keys, embedded; no LLM call)")
-        bar = tqdm(total=records, initial=0, unit="clip", desc="ingesting", leave=False,
+        bar = tqdm(total=records, unit="clip", desc="ingesting", leave=False,
                    disable=None)  # None: only on a terminal
 
     try:
