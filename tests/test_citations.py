@@ -70,7 +70,7 @@ def test_words_every_clip_holds_are_not_evidence():
     cited, check = check_citations("Up to 2 faces were visible while I drank coffee.", Q,
                                    [13], CLIPS)
     assert "2" not in check["terms"] and stem("faces") not in check["terms"]
-    assert check["terms"] == ["coffee"] and cited == [13] and not check["flagged"]
+    assert check["terms"] == [stem("coffee")] and cited == [13] and not check["flagged"]
 
 
 def test_a_clip_that_only_shares_the_answers_words_is_named_never_cited():
@@ -177,13 +177,13 @@ def test_through_ask_every_cited_clip_holds_the_answers_words(memory, hub):
 
 def test_an_open_answers_citations_are_judged_and_only_supporting_clips_stay(memory, hub):
     """Issue 26 item 3 with the real solver: every clip the word check leaves is judged
-    against the answer by the report checker's judge (one call each, counted); only those
-    at its bar stay cited, and with none the answer says "not found in memory" and cites
-    nothing. ``support_check=False`` makes no judging call."""
+    against the answer by the report checker's judge (one call each, counted) with
+    ``open_check="judge"``; only those at its bar stay cited, and with none the answer says
+    "not found in memory" and cites nothing. ``open_check="words"`` makes no judging call."""
     add_clips(memory, ["I buy a red kettle at the shop with Lucia.", "Lucia pays for it.",
                        "I walk home in the rain."])
     a = ask(memory, hub, "Who bought the red kettle?", max_rounds=1, pyramid=False,
-            loop="single", answer_tokens=96)
+            loop="single", answer_tokens=96, open_check="judge")
     check = a.citation_check
     judged = [cid for cid in check["support"]]
     assert judged and all(0.0 <= v <= 1.0 for v in check["support"].values())
@@ -193,7 +193,7 @@ def test_an_open_answers_citations_are_judged_and_only_supporting_clips_stay(mem
     assert ("not found in memory" in shown[0]) == check["not_found"]
     assert all(f"clip {cid} " in check["summary"] for cid in judged)
     b = ask(memory, hub, "Who bought the red kettle?", max_rounds=1, pyramid=False,
-            loop="single", answer_tokens=96, support_check=False)
+            loop="single", answer_tokens=96, open_check="words")
     assert "support" not in b.citation_check and b.usage["llm"]["calls"] == 1
 
 
@@ -204,7 +204,7 @@ def test_not_found_in_memory_cites_nothing_and_says_so():
              "summary": "not found in memory: no cited clip supports the answer (clip 20 "
                         "0.31; the bar is 0.5), so none is cited; …"}
     shown = _lunch_lines("I ate pizza.", check)
-    assert shown[0] == ("Answer (not found in memory: no clip supports this guess): I ate "
+    assert shown[0] == ("Answer (not found in memory: no clip states this guess): I ate "
                         "pizza.")
     assert shown[1].startswith("Citations: not found in memory")
 

@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NotRequired, TypedDict
+
+import snowballstemmer
 
 from edge.recall.retrieval import STOPWORDS
 from models.repeats import norm_words as words
@@ -61,17 +64,17 @@ words, and the solver's words about its notes and options."""
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<![\w])'([^']+)'(?![\w])")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{4}-\d{2}-\d{2}\b|\bday\s*\d+\b",
                    re.IGNORECASE)
-_SUFFIXES = ("ing", "ed", "es", "s")
+_STEMMER = snowballstemmer.stemmer("english")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """``word`` lowercased without one common English suffix (``ing``, ``ed``, ``es``,
-    ``s``) when at least 3 characters remain: ``boiling``/``boils`` → ``boil``."""
-    w = word.lower()
-    for suf in _SUFFIXES:
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
-            return w[: -len(suf)]
-    return w
+    """``word`` lowercased and stemmed by the Snowball English (Porter2) stemmer:
+    ``boiling``/``boils`` → ``boil``, ``drive``/``drives``/``driving`` → ``drive``,
+    ``notes`` → ``note`` (never ``not``). A home-made suffix cut stemmed ``drives`` to
+    ``driv`` beside ``drive`` (the citation check then said no clip held "drive" above a
+    clip saying "hard drives": issue 42)."""
+    return _STEMMER.stemWord(word.lower())
 
 
 def quoted_strings(text: str) -> list[str]:
@@ -140,9 +143,10 @@ class CitationCheck(TypedDict):
     clip holds the answer's terms; ``sharing``, when flagged, the uncited clips that hold
     them (named, never cited for that alone); ``checked`` is False when the answer had no
     terms; and ``summary``, the one line the CLI and the chat print. An open answer's
-    check also has ``support`` (cited clip id → the report checker's 0–1 judgement) and
-    ``not_found`` (no cited clip reached its bar: nothing cited, flagged;
-    :func:`edge.answer.loop.check_supported`)."""
+    check also has ``not_found`` (nothing held it: nothing cited, flagged) and, by
+    ``AskOptions.open_check``, ``quotes`` and ``invented`` (the solver's quotes found in no
+    clip; :func:`edge.answer.loop.check_held`) or ``support`` (cited clip id → the report
+    checker's 0–1 judgement; :func:`edge.answer.loop.check_supported`)."""
 
     terms: list[str]
     checked: bool
@@ -154,6 +158,8 @@ class CitationCheck(TypedDict):
     summary: str
     support: NotRequired[dict[int, float]]
     not_found: NotRequired[bool]
+    quotes: NotRequired[list[dict]]
+    invented: NotRequired[list[str]]
 
 
 def _distinctive(terms: Terms, texts: dict[int, ClipText]) -> tuple[list[str], list[str]]:
