@@ -286,6 +286,50 @@ Reply with a JSON object:
 - "cited": the numbers of the notes the answer relies on."""
 """The final answer call of ``loop="merit"``."""
 
+_QUOTES = {"type": "array", "maxItems": 3, "items": {
+    "type": "object",
+    "properties": {"note": {"type": "integer", "minimum": 1},
+                   "text": {"type": "string", "minLength": 1, "maxLength": 240}},
+    "required": ["note", "text"], "additionalProperties": False}}
+
+OPEN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "quotes": _QUOTES,
+        "answer": SOLVER_SCHEMA["properties"]["answer"],
+        "sufficient": {"type": "boolean"},
+        "search": _SEARCH,
+    },
+    "required": ["quotes", "answer", "sufficient", "search"],
+    "additionalProperties": False,
+}
+"""An open question's answer-and-decide reply (issue 42): the quotes first, then the answer
+taken from them (:mod:`edge.answer.quotes` checks the quotes against the clips)."""
+
+OPEN_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"quotes": _QUOTES, "answer": SOLVER_SCHEMA["properties"]["answer"]},
+    "required": ["quotes", "answer"],
+    "additionalProperties": False,
+}
+"""The final answer call of ``loop="merit"`` for an open question: quotes, then answer."""
+
+QUOTE_FIELDS = """- "quotes": the words of the notes that answer the question, copied exactly, \
+at most 3, each {"note": its number, "text": "the copied words"}; [] when no note answers it;
+- "answer": the answer in one or two sentences, taken from the quotes: name exactly what \
+they name (who, what, where, how many), and all of them when they list several;"""
+
+
+def for_open(instruction: str) -> str:
+    """:data:`DECIDE_INSTRUCTION` or :data:`ANSWER_INSTRUCTION` for an open question: the
+    quotes first, then the answer taken from them; the numbers of the notes cited are the
+    quotes' (no "cited" field)."""
+    out = instruction.replace(ANSWER_FIELD, QUOTE_FIELDS)
+    return out.replace("""
+- "cited": the numbers of the notes the answer relies on;""", "").replace("""
+- "cited": the numbers of the notes the answer relies on.""", "")
+
+
 SUFFICIENCY_INSTRUCTION = """
 
 Do not answer the question yet. Check whether the notes are enough to answer it. Reply \

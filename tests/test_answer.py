@@ -69,10 +69,11 @@ def test_ask_options_are_exactly_the_keyword_options_of_ask_with_their_defaults(
         "dense_weight": None,
         "choices": None, "choice_scoring": "generate", "choice_queries": True,
         "choice_slots": False, "spread": 2,
-        "split_events": True, "aggregate": False, "day_part": "wide", "distill_tokens": 800,
+        "split_events": True, "aggregate": False, "day_part": "wide", "coverage": True,
+        "distill_tokens": 800,
         "hints": True, "neighbor_filter": False, "pyramid": None, "frames": None,
         "answer_tokens": 300, "anchor_tokens": 300, "neighbor_tokens": 100,
-        "support_check": True, "reason_first": False, "distill_options": True,
+        "open_check": "quotes", "reason_first": False, "distill_options": True,
         "option_grounding": True}
 
 

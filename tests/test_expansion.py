@@ -88,7 +88,7 @@ def test_the_loop_expands_over_the_pyramid_when_the_memory_has_one(pyramid_memor
     m, ids, fid = pyramid_memory
     mark = hub.usage.mark()
     res = ask(m, hub, "Where did I put the power bank?", max_rounds=1, top_n=2, delta=0,
-              loop="merit", support_check=False)  # its judgements are counted elsewhere
+              loop="merit", open_check="words")  # its judgements are counted elsewhere
     assert _solver_calls(hub, mark) == 3  # filter, prune, answer
     exp = res.rounds[0].expanded
     clip_of = {o["fact_id"]: o["clip_id"] for o in exp["offered"]}
@@ -99,6 +99,6 @@ def test_the_loop_expands_over_the_pyramid_when_the_memory_has_one(pyramid_memor
     assert res.final is not None and res.answer
     mark = hub.usage.mark()
     off = ask(m, hub, "Where did I put the power bank?", max_rounds=1, top_n=2, delta=0,
-              pyramid=False, loop="merit", support_check=False)
+              pyramid=False, loop="merit", open_check="words")
     assert off.rounds[0].expanded == {} and _solver_calls(hub, mark) == 2
     assert all(mo.role == "anchor" for mo in off.moments)

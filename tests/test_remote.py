@@ -442,21 +442,21 @@ def test_a_remote_vlm_solver_gets_keyframes_only_when_allowed(server, clean_env,
             hub.close()
             hub = ModelHub(load_manifest().profile("tiny"), models_dir())
             res = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
-                      loop="merit", support_check=False)  # the answer is the last call
+                      loop="merit", open_check="words")  # the answer is the last call
             assert res.final is not None
             last = hub.usage.records[-1]  # the final answer: text + 4 images × 16 tokens
             assert last.role == "solver" and last.tokens_in >= 4 * 16
             no_frames = ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
-                            frames=False, loop="merit", support_check=False)
+                            frames=False, loop="merit", open_check="words")
             # the images cost ~16 tokens each (text layout differs by a token or so)
             assert last.tokens_in - hub.usage.records[-1].tokens_in >= 4 * 16 - 8
             assert no_frames.final is not None
             # the adaptive loop's answering call (the default) gets the frames too
             ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0,
-                support_check=False)
+                open_check="words")
             adaptive = hub.usage.records[-1]
             ask(m, hub, "where did I walk?", max_rounds=1, top_n=2, delta=0, frames=False,
-                support_check=False)
+                open_check="words")
             assert adaptive.tokens_in - hub.usage.records[-1].tokens_in >= 4 * 16 - 8
         finally:
             hub.close()

@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from edge.recall.entities import people as known_people
 from edge.store import Memory
 from models.repeats import collapse_loops
 
-from .citations import CitationCheck, check_citations
+from .citations import CitationCheck, check_citations, stem
 from .evidence import Packed
 from .grounding import ground_reply
 from .options import AskOptions
 from .question import Run, start
+from .quotes import ClipSentences, check_quotes
 from .records import Answer, Decision, FinalReply, Round
 from .search import round_queries
 from .steps import (
@@ -55,6 +57,8 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
     # checks, time scope, solver, prompt frame
     run = start(memory, hub, question, AskOptions.merge(options, overrides), on_progress,
                 on_token)
+    if run.event is not None and run.event.missing:  # "after lunch" with no lunch yet
+        return not_in_memory(run)
     sub_queries = decompose(run)  # MARQUIS §3.1, only with opts.decompose
     queries = round_queries(run.question, run.opts, sub_queries)  # + options, fused
     rounds: list[Round] = []
@@ -80,6 +84,20 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
     if run.opts.loop == "merit":
         final, packed = answer(run, packed)  # one final call, cited; frames if allowed
     return conclude(run, rounds, packed, final, sub_queries)
+
+
+def not_in_memory(run: Run) -> Answer:
+    """The answer to a question whose named event is not in memory before the question
+    time (:attr:`Run.event`): the sentence saying so ("No lunch on DAY1 is in memory before
+    13:00: it has not happened yet."), verdict ``not_yet`` (it may still come that day) or
+    ``not_found``; no model call, nothing cited."""
+    ev = run.event
+    return Answer(
+        question=run.question, asked_at=run.asked_at, answer=ev.missing, sufficient=False,
+        moments=[], rounds=[], usage=run.usage.summary(run.usage_mark),
+        seconds=round(time.perf_counter() - run.started, 2),
+        scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end},
+        verdict="not_yet" if ev.not_yet else "not_found")
 
 
 def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalReply | None,
@@ -114,9 +132,12 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         # solver's letter when the grounding replaced it
         extra.update({k: reply[k] for k in ("scores", "grounding", "solver_answer")
                       if reply and k in reply})
-    cited, check = check_cited(run, text, extra, cited, packed)
-    if not o.choices and o.support_check and text and cited:
-        cited, check = check_supported(run, text, cited, check)
+    if not o.choices and o.open_check == "quotes" and reply is not None and text:
+        cited, check = check_held(run, text, reply, packed)
+    else:
+        cited, check = check_cited(run, text, extra, cited, packed)
+        if not o.choices and o.open_check == "judge" and text and cited:
+            cited, check = check_supported(run, text, cited, check)
     return Answer(
         question=run.question, asked_at=run.asked_at, answer=text, extra=extra,
         sufficient=sufficient, moments=run.evidence.moments(cited), rounds=rounds,
@@ -124,7 +145,40 @@ def conclude(run: Run, rounds: list[Round], packed: list[Packed], final: FinalRe
         seconds=round(time.perf_counter() - run.started, 2), note=run.note.text,
         evidence_count=len(packed), sub_queries=sub_queries, final=final,
         scope={"label": run.scope.label, "start": run.scope.start, "end": run.scope.end},
-        citation_check=check)
+        citation_check=check, quotes=[q for q in check.get("quotes", []) if q["supports"]])
+
+
+def check_held(run: Run, text: str, reply: dict,
+               packed: list[Packed]) -> tuple[list[int], CitationCheck]:
+    """An open answer's quotes checked against the evidence clips' own words (caption and
+    transcript; :func:`edge.answer.quotes.check_quotes`): the clips of the quotes that hold
+    it are cited; with none the answer is not found in memory — nothing is cited and the
+    check is flagged (``not_found``). The check (a :class:`CitationCheck`) adds
+    ``quotes``; ``kept``/``dropped`` are the solver's quoted clips that hold / do not hold
+    the answer, ``added`` the clips of quotes the program found."""
+    items = sorted(run.evidence.items.values(), key=lambda i: (i.clip.t_start, i.clip.id))
+    clips = [ClipSentences.of(it.clip.id, f"{it.clip.caption} {it.clip.transcript}",
+                              it.clip.t_start, it.clip.t_end) for it in items]
+    given = [(packed[q["note"] - 1].item.clip.id if 1 <= q["note"] <= len(packed) else None,
+              q["text"]) for q in reply.get("quotes", [])]
+    people = frozenset(stem(n) for n, _ in known_people(run.memory))
+    qc = check_quotes(text, run.question, given, clips, [p.item.clip.id for p in packed],
+                      people)
+    solver = list(dict.fromkeys(reply.get("cited_clips", [])))
+    row = {q["clip_id"]: q for q in qc.quotes}
+
+    def rows(ids: list[int]) -> list[dict]:
+        return [{"clip_id": c, "holds": row[c]["holds"] if c in row else []} for c in ids]
+
+    kept = [c for c in solver if c in qc.cited]
+    check = CitationCheck(
+        terms=qc.terms, checked=True, flagged=not qc.held, kept=rows(kept),
+        dropped=rows([c for c in solver if c not in qc.cited]),
+        added=rows([c for c in qc.cited if c not in solver]), sharing=[],
+        summary=qc.summary(), not_found=not qc.held)
+    check["quotes"] = qc.quotes
+    check["invented"] = qc.invented
+    return qc.cited, check
 
 
 def check_supported(run: Run, text: str, cited: list[int],

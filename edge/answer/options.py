@@ -18,6 +18,9 @@ RETRIEVALS = ("keys", "hybrid")
 CHOICE_SCORINGS = ("generate", "likelihood")
 """How a multiple-choice letter is picked (``AskOptions.choice_scoring``)."""
 
+OPEN_CHECKS = ("quotes", "judge", "words")
+"""How an open answer is tied to its clips (``AskOptions.open_check``)."""
+
 
 @dataclass(frozen=True)
 class AskOptions:
@@ -101,6 +104,12 @@ class AskOptions:
             hard set's dev half (77 questions, ``edge bench qa --questions hard --split
             dev``), round-1 hit@5(±2) 0.831 → 0.870 with the question alone and 0.844 →
             0.870 with the options; ``aggregate`` and ``soft`` did not pay there.
+        coverage: an activity question ("what did I do after lunch?", "what were we
+            assembling this morning?") whose scope is a named stretch of time (a part of
+            day, an event) takes one anchor per equal span of that stretch — the span's
+            clip best ranked for the question (:func:`edge.answer.search.coverage_anchors`)
+            — so the answer covers the stretch, not its best-matching moment (issue 42
+            item 3).
         distill_tokens: the most tokens of evidence an ``adaptive`` call reads: the
             sentences of the evidence clips closest to the question and its options, by
             embedding and word overlap, no LLM call (:mod:`edge.answer.distill`). 500
@@ -128,14 +137,18 @@ class AskOptions:
         answer_tokens: the reply budget (tokens) of answering calls.
         anchor_tokens, neighbor_tokens: the most tokens of one anchor's / one neighbor's
             evidence text in a prompt.
-        support_check: an open question's (no ``choices``) cited clips are each judged
-            against the answer by the report checker's support judge
+        open_check: how an open question's (no ``choices``) answer is tied to its clips.
+            ``quotes`` (the default, issue 42): the solver quotes the notes that answer it,
+            then answers from the quotes; the program checks that each quote is in its
+            clip, holds the answer's own words and is not turned down there
+            (:mod:`edge.answer.quotes`), and cites only those clips; with none the answer
+            is "not found in memory". ``judge``: the solver writes the answer and its
+            cited notes, the word rule checks them (:mod:`edge.answer.citations`) and each
+            cited clip is judged by the report checker's support judge
             (:func:`edge.answer.support.support`, one solver call a clip, ~5 s on 2
-            cores); those under :data:`edge.answer.support.SUPPORT_THRESHOLD` are dropped,
-            and when none is left the answer is flagged "not found in memory" (issue 26
-            item 3). Measured on 20 dev questions of the hard set asked open (``edge bench
-            qa --open``): answers with a supporting clip were right 7 of 11 times, those
-            without 1 of 9.
+            cores): a clip under :data:`edge.answer.support.SUPPORT_THRESHOLD` is dropped,
+            none left is "not found in memory" (issue 26 item 3). ``words``: the word rule
+            alone.
         option_grounding: with ``choices``, the solver's letter is checked against the
             evidence by the embedder (:mod:`edge.answer.grounding`, no solver call): an
             option that an evidence clip about the question says clearly better — its
@@ -169,6 +182,7 @@ class AskOptions:
     split_events: bool = True
     aggregate: bool = False
     day_part: str = "wide"
+    coverage: bool = True
     distill_tokens: int = 800
     distill_options: bool = True
     hints: bool = True
@@ -178,7 +192,7 @@ class AskOptions:
     answer_tokens: int = 300
     anchor_tokens: int = 300
     neighbor_tokens: int = 100
-    support_check: bool = True
+    open_check: str = "quotes"
     option_grounding: bool = True
 
     @classmethod
@@ -197,7 +211,7 @@ class AskOptions:
         Raises:
             AskError: fewer than 2 or more than 26 choices, or an empty choice.
             ValueError: an unknown ``retrieval``, ``loop``, ``day_part``,
-                ``decompose_style`` or ``choice_scoring``, a negative
+                ``decompose_style``, ``choice_scoring`` or ``open_check``, a negative
                 ``spread`` or ``distill_tokens`` under 64.
         """
         if self.choices is not None and not 2 <= len(self.choices) <= 26:
@@ -218,6 +232,9 @@ class AskOptions:
         if self.choice_scoring not in CHOICE_SCORINGS:
             raise ValueError(f"unknown choice_scoring {self.choice_scoring!r}; use "
                              f"{' or '.join(CHOICE_SCORINGS)}")
+        if self.open_check not in OPEN_CHECKS:
+            raise ValueError(f"unknown open_check {self.open_check!r}; use "
+                             f"{' or '.join(OPEN_CHECKS)}")
         if self.spread < 0:
             raise ValueError(f"spread is a count of clips (0 = off), not {self.spread}")
         if self.distill_tokens < 64:

@@ -10,16 +10,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from edge.errors import AskError
-from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
+from edge.prompts import (
+    ANSWER_INSTRUCTION,
+    ANSWER_SCHEMA,
+    DECIDE_INSTRUCTION,
+    OPEN_ANSWER_SCHEMA,
+    OPEN_SCHEMA,
+    SOLVER_SCHEMA,
+    SOLVER_SYSTEM,
+    choice_schema,
+    for_choices,
+    for_open,
+)
 from edge.store import Memory
 from edge.store.embedding import memory_embedder, reembed_note
 from edge.timeline import TimeWindow, day_of
 
 from .distill import Distiller
+from .events import EventScope
 from .evidence import Evidence, Packed, numbered_notes
 from .hints import question_hints
 from .options import AskOptions, with_fusion_of
 from .scope import check_question, join_notes, resolve_scope, unbuilt_note
+from .search import scope_by_event
 
 PROMPT_SLACK_TOKENS = 96
 """Tokens kept free in every prompt for the chat template."""
@@ -107,7 +120,9 @@ class Run:
     :class:`~edge.answer.evidence.Evidence`, the :class:`Note` and the queries ``tried``
     (lowercased). ``budget``: tokens of evidence one prompt may hold.
     ``sentence_embedder``: returns the embedder the distiller picks sentences with (the
-    hub's ``sentence_embedder`` role, loaded on first use); ``None``: ``embedder``."""
+    hub's ``sentence_embedder`` role, loaded on first use); ``None``: ``embedder``.
+    ``event``: the event the question names as its time (:mod:`edge.answer.events`); when
+    it is ``missing`` from memory the run has no solver (``None``) and no rounds."""
 
     memory: Memory
     solver: object
@@ -127,6 +142,7 @@ class Run:
     evidence: Evidence = field(default_factory=Evidence)
     tried: set[str] = field(default_factory=set)
     sentence_embedder: Callable[[], object] | None = None
+    event: EventScope | None = None
 
     def say(self, round_no: int, line: str) -> None:
         """Report progress within a round (``round 2/5: …``)."""
@@ -169,7 +185,13 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     if opts.pyramid is None:
         opts = replace(opts, pyramid=memory.has_facts())
     mark = hub.usage.mark()
-    embedder, solver = memory_embedder(memory, hub), hub.llm("solver")
+    embedder = memory_embedder(memory, hub)
+    scope, event = scope_by_event(memory, embedder, question, opts, scope)
+    if event is not None and event.missing:  # answered without the solver
+        return Run(memory, None, embedder, hub.usage, opts, question, asked_at, scope,
+                   Prompt("", question, ""), 0, on_progress or (lambda _line: None), started,
+                   on_token, mark, event=event)
+    solver = hub.llm("solver")
     opts = with_fusion_of(opts, embedder)
     opts = _fit_to_solver(opts, solver)
     options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
@@ -179,7 +201,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
                     "Notes:\n", question, options, hints)
     budget = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
-              - solver.count_tokens(for_choices(DECIDE_INSTRUCTION))
+              - solver.count_tokens(step_instruction(opts))
               - solver.count_tokens(prompt.header) - solver.count_tokens(question + options)
               - solver.count_tokens(hints)
               - PROMPT_SLACK_TOKENS)
@@ -187,7 +209,8 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
                         other_tokens=solver.count_tokens(context) + solver.count_tokens(hints))
     check_fits(opts, solver, budget)
     run = Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope, prompt,
-              budget, on_progress or (lambda _line: None), started, on_token, mark)
+              budget, on_progress or (lambda _line: None), started, on_token, mark,
+              event=event)
     run.sentence_embedder = lambda: hub.sentence_embedder
     uses_pyramid = bool(opts.pyramid) or opts.loop == "merit"
     run.note.remark(join_notes(remark, unbuilt_note(memory, scope, pyramid=uses_pyramid),
@@ -208,7 +231,7 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
     n = solver.count_tokens(question + options)
     frame = solver.count_tokens(f"Question (asked at {asked_at}): \n\nNotes:\n")
     room = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
-            - solver.count_tokens(for_choices(DECIDE_INSTRUCTION)) - frame - other_tokens
+            - solver.count_tokens(step_instruction(opts)) - frame - other_tokens
             - PROMPT_SLACK_TOKENS - MIN_EVIDENCE_TOKENS)
     most = room // 2
     if n > most > 0:  # with no room at all the reply's budget is at fault: check_fits
@@ -216,6 +239,29 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
         raise AskError(f"the question is too long ({n} tokens {what}for the solver; at most "
                        f"{most} tokens leave room for notes in its {solver.n_ctx}-token "
                        "context): ask it in fewer words")
+
+
+def step_instruction(opts: AskOptions) -> str:
+    """The longest step instruction a question's prompts end with (the answer-and-decide
+    reply of its kind: multiple choice, open with quotes, or open), whose tokens every
+    prompt keeps free."""
+    return reply_format(opts, decide=True)[0]
+
+
+def reply_format(o: AskOptions, *, decide: bool) -> tuple[str, dict]:
+    """The instruction and JSON schema of an answering call: a multiple-choice question's
+    letter and reason (:func:`~edge.prompts.for_choices`); an open question's quotes, then
+    its answer, with ``open_check="quotes"`` (:func:`~edge.prompts.for_open`); else the
+    answer and its cited notes. ``decide``: the call also says whether the notes suffice
+    and what to search next (``adaptive``/``single``), else it is ``merit``'s final
+    answer."""
+    instruction = DECIDE_INSTRUCTION if decide else ANSWER_INSTRUCTION
+    if o.choices:
+        return (for_choices(instruction, reason_first=o.reason_first),
+                choice_schema(o.letters, decide=decide, reason_first=o.reason_first))
+    if o.open_check == "quotes":
+        return for_open(instruction), OPEN_SCHEMA if decide else OPEN_ANSWER_SCHEMA
+    return instruction, SOLVER_SCHEMA if decide else ANSWER_SCHEMA
 
 
 def check_fits(opts: AskOptions, solver, budget: int) -> None:

@@ -13,6 +13,20 @@ from typing import Literal, TypedDict
 
 from .citations import CitationCheck
 
+Verdict = Literal["found", "not_found", "not_yet", "unverified", "no_answer"]
+"""What an answer is worth, said the same way everywhere: ``found`` — its cited clips hold
+it; ``not_found`` — no clip in memory holds it (the guess is shown, nothing cited);
+``not_yet`` — what it asks about has not happened by the question time; ``unverified`` — a
+multiple-choice letter no cited clip's words show; ``no_answer`` — the solver gave none."""
+
+VERDICT_SAID = {
+    "not_found": "not found in memory: no clip states this guess",
+    "not_yet": "not yet",
+    "unverified": "unverified: no cited moment shows it",
+}
+"""What ``edge ask`` and the chat say beside the answer for each :data:`Verdict` (nothing
+for ``found`` and ``no_answer``)."""
+
 Role = Literal["anchor", "neighbor", "linked"]
 """Why a clip is evidence: retrieved (anchor clip), inside an anchor's neighbor window Δ
 (neighbor), or the clip of a fact kept by PyraVid pruning (linked)."""
@@ -134,7 +148,10 @@ class Answer:
     for this question. ``evidence_count``: notes the answering call read.
     ``citation_check``: what checking the solver's citations against the evidence text did
     (:class:`edge.answer.citations.CitationCheck`; the cited moments are its result, the
-    solver's own citations stay in ``final``/the rounds' decisions)."""
+    solver's own citations stay in ``final``/the rounds' decisions). ``verdict``: the one
+    word the CLI, the chat and ``--json`` all say about the answer (:data:`Verdict`);
+    ``quotes``: for an open answer, the sentences of its clips that hold it (each
+    ``clip_id``, ``text``, the answer's terms it ``holds``; :mod:`edge.answer.quotes`)."""
 
     question: str
     asked_at: str
@@ -151,7 +168,24 @@ class Answer:
     sub_queries: list[str] = field(default_factory=list)
     final: FinalReply | None = None
     citation_check: CitationCheck | dict = field(default_factory=dict)
+    verdict: Verdict | None = None
+    quotes: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:  # from the citation check, unless given (``not_yet``)
+            self.verdict = verdict_of(self.answer, self.citation_check)
 
     def as_dict(self) -> dict:
         """Everything as JSON-ready values, field by field (``edge ask --json``)."""
         return asdict(self)
+
+
+def verdict_of(answer: str, check: CitationCheck | dict) -> Verdict:
+    """The :data:`Verdict` of an answer's text and its citation check: ``no_answer`` for no
+    text, ``not_found`` when nothing in memory holds it, ``unverified`` when the check is
+    flagged, else ``found``."""
+    if not answer:
+        return "no_answer"
+    if check.get("not_found"):
+        return "not_found"
+    return "unverified" if check.get("flagged") else "found"

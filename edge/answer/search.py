@@ -37,6 +37,7 @@ from edge.store import Memory
 from edge.timeline import TimeWindow
 from models.repeats import norm_words
 
+from .events import EventScope, event_scope
 from .options import AskOptions, with_fusion_of
 from .scope import check_question, join_notes, resolve_scope, unbuilt_note
 
@@ -183,7 +184,9 @@ def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nd
 def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
     """The top-``top_n`` anchors of one round for ``queries`` inside ``scope``
-    (:func:`ranked_in_scope`), best first. A multiple-choice question with
+    (:func:`ranked_in_scope`), best first. With ``opts.coverage``, an activity question
+    (:func:`is_activity`) over a named scope gets :func:`coverage_anchors`. A
+    multiple-choice question with
     ``opts.choice_slots`` gets a slot per option (:func:`choice_anchors`). With
     ``opts.aggregate`` and a counting question (``queries[0]``, :func:`is_counting`), the
     best clip of each of the top-``top_n`` :func:`episodes`, topped up from the ranking;
@@ -198,10 +201,45 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
                                  AGGREGATE_DEPTH)
         anchors = episode_anchors(group_episodes(memory, ranked, rel=AGGREGATE_REL), top_n)
         return top_up(anchors, ranked, top_n)
+    if opts.coverage and scope.label and is_activity(queries[0]):
+        ranked = ranked_in_scope(memory, queries, vecs, opts, scope, AGGREGATE_DEPTH)
+        return coverage_anchors(memory, ranked, scope, top_n)
     if opts.spread:
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, SPREAD_DEPTH * top_n)
         return spread_anchors(memory, ranked, top_n, opts.spread)
     return ranked_in_scope(memory, queries, vecs, opts, scope, top_n)
+
+
+ACTIVITY_RE = re.compile(
+    r"^\s*what\s+(?:(?:did|do|have|had)\s+(?:i|we)\s+(?:do|done|been\s+doing|get\s+up\s+to)\b|"
+    r"(?:was|were)\s+(?:i|we)\s+(?:\w+ing|up\s+to)\b|(?:else\s+)?happened\b)", re.I)
+"""An activity question over a stretch of time ("what did I do after lunch?", "what were
+we assembling this morning?"): its answer is spread over the stretch, not one moment."""
+
+
+def is_activity(question: str) -> bool:
+    """Whether ``question`` asks what was done over a stretch of time (:data:`ACTIVITY_RE`)."""
+    return bool(ACTIVITY_RE.search(question))
+
+
+def coverage_anchors(memory: Memory, ranked: Sequence[ScoredClip], scope: TimeWindow,
+                     top_n: int) -> list[ScoredClip]:
+    """Anchors that cover ``scope`` (issue 42 item 3): its clips in timeline order cut into
+    ``top_n`` runs of equal length (footage, not clock time: a break in recording holds
+    nothing to cover), each giving its clip ranked best in ``ranked`` (the question's fused
+    ranking), else its middle clip (score 0, ``matched`` "coverage"); best first.
+    ``ranked`` alone when the scope holds at most 3 × ``top_n`` clips."""
+    clips = memory.clips_ending_in(scope.start, scope.end)
+    if len(clips) <= 3 * top_n:
+        return list(ranked[:top_n])
+    spans = [clips[len(clips) * k // top_n:len(clips) * (k + 1) // top_n] for k in range(top_n)]
+    rank = {r.clip_id: r for r in ranked}
+    out = []
+    for span in (s for s in spans if s):
+        inside = [rank[c.id] for c in span if c.id in rank]
+        out.append(max(inside, key=lambda r: r.score) if inside
+                   else ScoredClip(span[len(span) // 2].id, 0.0, "coverage"))
+    return sorted(out, key=lambda r: -r.score)
 
 
 def option_query_count(queries: Sequence[str], opts: AskOptions) -> int:
@@ -243,6 +281,30 @@ def choice_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nda
                         opts.spread)
 
 
+def scope_by_event(memory: Memory, embedder, question: str, opts: AskOptions,
+                   scope: TimeWindow) -> tuple[TimeWindow, EventScope | None]:
+    """``scope`` narrowed to the event the question names as its time ("after lunch",
+    "since we got back from the supermarket": :func:`edge.answer.events.event_scope`),
+    found in the memory before the query time with round 1's retrieval; unchanged with
+    ``None`` when the question names no event, an explicit ``opts.window`` was given or
+    ``opts.auto_window`` is off. The :class:`~edge.answer.events.EventScope` says when the
+    event is not in memory (``missing``); the event's window replaces the clock hours
+    :func:`~edge.answer.scope.resolve_scope` read ("after lunch" is not "the afternoon")."""
+    if opts.window is not None or not opts.auto_window:
+        return scope, None
+    opts = with_fusion_of(opts, embedder)
+
+    def search(text: str, window: TimeWindow, n: int) -> list[ScoredClip]:
+        return ranked_in_scope(memory, [text], embed_queries(embedder, [text]),
+                               replace(opts, **EPISODE_FUSION), window, n)
+
+    at = opts.at if opts.at is not None else memory.stats()["last"]
+    ev = event_scope(memory, question, at, search)
+    if ev is None or ev.window is None:
+        return scope, ev
+    return ev.window.until(opts.at), ev
+
+
 def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
                 sub_queries: Sequence[str] = (), top_n: int | None = None) -> FirstRound:
     """Round-1 anchors of ``question`` exactly as :func:`edge.answer.ask` retrieves them,
@@ -265,6 +327,9 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
     opts = with_fusion_of(opts, embedder)
     scope, note = resolve_scope(memory, question, opts.at, opts.window, opts.auto_window,
                                 day_part=opts.day_part)
+    scope, event = scope_by_event(memory, embedder, question, opts, scope)
+    if event is not None and event.missing:
+        note = join_notes(event.missing, note)
     n = top_n or opts.top_n or DEFAULT_TOP_N
     queries = round_queries(question, opts, sub_queries)
     vecs = embed_queries(embedder, queries)

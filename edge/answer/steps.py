@@ -13,16 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge.config import frames_dir
-from edge.prompts import (
-    ANSWER_INSTRUCTION,
-    ANSWER_SCHEMA,
-    DECIDE_INSTRUCTION,
-    SOLVER_SCHEMA,
-    SUFFICIENCY_INSTRUCTION,
-    SUFFICIENCY_SCHEMA,
-    choice_schema,
-    for_choices,
-)
+from edge.prompts import SUFFICIENCY_INSTRUCTION, SUFFICIENCY_SCHEMA
 from edge.recall.decompose import decompose as decompose_question
 from edge.recall.expansion import expand_and_prune
 from edge.recall.filtering import filter_neighborhoods
@@ -33,7 +24,7 @@ from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips
 from .likelihood import likelihood_decision, supports_likelihood
-from .question import Run
+from .question import Run, reply_format
 from .records import AnchorHit, Decision, Expansion, FinalReply
 from .search import embed_queries, round_anchors
 
@@ -144,14 +135,13 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
     read, decision = likelihood_reply(run, packed)
     if read:
         return decision
-    schema = (choice_schema(o.letters, reason_first=o.reason_first) if o.choices
-              else SOLVER_SCHEMA)
+    instruction, schema = reply_format(run.opts, decide=True)
     try:
-        decision = answer_call(run, packed, choice_words(run, DECIDE_INSTRUCTION), schema)
+        decision = answer_call(run, packed, instruction, schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
-    return {**decision, "cited_clips": cited_clips(decision, packed)}  # clips, not numbers
+    return with_cited_clips(decision, packed)  # clips, not numbers
 
 
 def normal_query(text: str) -> str:
@@ -236,14 +226,22 @@ def answer(run: Run, packed: list[Packed]) -> tuple[FinalReply | None, list[Pack
     read, final = likelihood_reply(run, packed)
     if read:
         return final, packed
-    schema = (choice_schema(o.letters, decide=False, reason_first=o.reason_first) if o.choices
-              else ANSWER_SCHEMA)
+    instruction, schema = reply_format(o, decide=False)
     try:
-        final = answer_call(run, packed, choice_words(run, ANSWER_INSTRUCTION), schema)
+        final = answer_call(run, packed, instruction, schema)
     except (LLMOutputError, ContextOverflowError) as e:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None, packed
-    return {**final, "cited_clips": cited_clips(final, packed)}, packed
+    return with_cited_clips(final, packed), packed
+
+
+def with_cited_clips(reply: dict, packed: list[Packed]) -> dict:
+    """``reply`` with ``cited_clips``: the clip ids of the notes it cites — its quotes'
+    notes when it quotes (an open answer), else its ``cited`` numbers — and ``cited`` set
+    to those note numbers."""
+    if "quotes" in reply:
+        reply = {**reply, "cited": list(dict.fromkeys(q["note"] for q in reply["quotes"]))}
+    return {**reply, "cited_clips": cited_clips(reply, packed)}
 
 
 def by_likelihood(run: Run) -> bool:
@@ -287,13 +285,6 @@ def answer_call(run: Run, packed: list[Packed], instruction: str, schema: dict) 
     except ContextOverflowError:
         run.note.failure("the keyframes did not fit the solver's context; answered from text")
         return final_call(run, run.prompt.with_notes(packed, instruction), schema)
-
-
-def choice_words(run: Run, instruction: str) -> str:
-    """``instruction`` as :func:`~edge.prompts.for_choices` words it for a multiple-choice
-    question, else unchanged."""
-    o = run.opts
-    return for_choices(instruction, reason_first=o.reason_first) if o.choices else instruction
 
 
 def what_failed(e: Exception) -> str:

@@ -62,18 +62,19 @@ from edge.cli.render.ask import AskStream, answer_lines
               flag_value=False,
               help="With --choices: keep the solver's letter even when the evidence grounds "
                    "another option clearly better (the embedder's check, no solver call).")
-@click.option("--no-support-check", "support_check", is_flag=True, default=True,
-              flag_value=False,
-              help="Open questions: skip judging each cited clip against the answer (one "
-                   "solver call a clip, ~5 s on 2 cores); the answer is then checked by "
-                   "its words only.")
+@click.option("--open-check", type=click.Choice(["quotes", "judge", "words"]),
+              default="quotes", show_default=True,
+              help="Open questions: how the answer is tied to its clips — quotes: the solver "
+                   "quotes the notes and the program checks each quote is in its clip and "
+                   "states the answer; judge: the solver judges each cited clip (one call a "
+                   "clip, ~5 s on 2 cores); words: the answer's words only.")
 @json_option("Print the answer, moments, rounds and usage as JSON.")
 @click.pass_obj
 def ask(state: State, question: str, at: str | None, from_: str | None, to: str | None,
         auto_window: bool, top_n: int | None, delta: int, rounds: int, retrieval: str,
         key_types: str, loop: str, neighbor_filter: bool, decompose: bool, fusion: str,
         rrf_k: int | None, use_pyramid: bool | None, frames: bool | None, choices: str | None,
-        choice_scoring: str, option_grounding: bool, support_check: bool,
+        choice_scoring: str, option_grounding: bool, open_check: str,
         as_json: bool) -> None:
     """Answer a question from memory and cite the moments it relied on."""
     from edge.answer import ask as run_ask
@@ -89,7 +90,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
                 decompose=decompose, pyramid=use_pyramid, frames=frames,
                 **loop_settings(rounds, loop, neighbor_filter), choices=parse_choices(choices),
                 choice_scoring=choice_scoring, option_grounding=option_grounding,
-                support_check=support_check,
+                open_check=open_check,
                 on_progress=None if as_json else stream.progress,
                 on_token=None if as_json else stream.token)
         finally:

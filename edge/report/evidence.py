@@ -300,7 +300,7 @@ def qa_evidence(memory: Memory, hub, topic: str, *, start: float | None, end: fl
             on_progress(f"answering sub-question {i}/{min(n, len(subs))}: {sub!r}")
         try:
             res = ask(memory, hub, sub, at=end, window=window, auto_window=False,
-                      max_rounds=1, loop="single", support_check=False)  # calibrate judges
+                      max_rounds=1, loop="single", open_check="words")  # calibrate judges
         except AskError:
             continue
         cited = [m for m in res.moments if m.cited]

@@ -6,6 +6,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from edge.answer.records import VERDICT_SAID
+
 
 class Bubble(Static):
     """One turn. CSS classes say which: ``question``, ``pending``, ``answer``, ``error``,
@@ -30,8 +32,9 @@ class Conversation(VerticalScroll):
             body = (f"{answer.answer}. {answer.extra['choices'][answer.answer]} — "
                     f"{answer.extra['reason']}")
         check = answer.citation_check
-        if check and check.get("not_found"):
-            t.append("Not found in memory — no clip supports this guess: ", style="yellow")
+        said = VERDICT_SAID.get(answer.verdict)
+        if said:
+            t.append(f"{said[0].upper()}{said[1:]} — ", style="yellow")
         t.append(body)
         if answer.note:
             t.append(f"\nNote: {answer.note}", style="yellow")

@@ -10,6 +10,7 @@ import time
 
 import click
 
+from edge.answer.records import VERDICT_SAID
 from edge.cli.render import WIDTH
 
 EXCERPT = 160
@@ -65,7 +66,7 @@ def answer_lines(result) -> list[str]:
     if result.extra.get("choices") and result.answer:
         answer = (f"{result.answer}. {result.extra['choices'][result.answer]} — "
                   f"{result.extra['reason']}")
-    lines.append(f"Answer{verdict(result.citation_check)}: {answer}")
+    lines.append(f"Answer{verdict(result)}: {answer}")
     if result.note:
         lines.append(f"Note: {result.note}")
     if result.citation_check:
@@ -79,15 +80,11 @@ def answer_lines(result) -> list[str]:
     return lines
 
 
-def verdict(check: dict) -> str:
-    """What the answer line says after ``Answer`` from its citation check: `` (not found in
-    memory: …)`` when the support judge found no cited clip supporting it, `` (unverified:
-    …)`` when no cited clip holds its words, else nothing."""
-    if check and check.get("not_found"):
-        return " (not found in memory: no clip supports this guess)"
-    if check and check.get("flagged"):
-        return " (unverified: no cited moment shows it)"
-    return ""
+def verdict(result) -> str:
+    """`` (not found in memory: …)``, `` (not yet: …)`` or `` (unverified: …)`` after
+    ``Answer`` by the answer's ``verdict``; ``""`` when it is found."""
+    words = VERDICT_SAID.get(getattr(result, "verdict", "found"))
+    return f" ({words})" if words else ""
 
 
 def moment_lines(m) -> list[str]:
