@@ -257,15 +257,19 @@ def test_first_round_refuses_what_ask_refuses(memory, hub):
 
 
 def test_search_loads_the_embedder_and_never_the_solver(two_days, cli_home):
-    code = ("import sys; from click.testing import CliRunner; from edge.cli import main; "
+    """Only the solver's vocabulary is read (to refuse the question `ask` refuses as too
+    long): no llama.cpp model is loaded, no context made."""
+    code = ("import sys, json; from click.testing import CliRunner; from edge.cli import main; "
+            "import models.llama_session as s; loads = []; "
+            "s.LlamaSession.__init__ = lambda self, *a, **k: loads.append(a); "
             f"r = CliRunner().invoke(main, ['search', '--memory', {str(two_days)!r}, 'keys?']); "
-            "assert r.exit_code == 0, r.output; import json; print(json.dumps(sorted("
-            "m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'onnxruntime'))))")
+            "assert r.exit_code == 0, r.output; print(json.dumps([loads, sorted("
+            "m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'onnxruntime'))]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "onnxruntime" in loaded and not any(m.startswith("llama_cpp") for m in loaded)
+    loads, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "onnxruntime" in loaded and loads == []
 
 
 def test_search_declares_asks_question_options():

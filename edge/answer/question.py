@@ -172,7 +172,7 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     embedder, solver = memory_embedder(memory, hub), hub.llm("solver")
     opts = with_fusion_of(opts, embedder)
     opts = _fit_to_solver(opts, solver)
-    options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+    options = option_lines(opts)
     check_question_fits(solver, opts, question, options, asked_at)  # before any model use
     context = global_context(memory, scope, solver) if opts.pyramid else ""
     hints = question_hints(memory, embedder, question, opts, scope)
@@ -193,6 +193,22 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     run.note.remark(join_notes(remark, unbuilt_note(memory, scope, pyramid=uses_pyramid),
                                reembed_note(memory, hub) or ""))
     return run
+
+
+def option_lines(opts: AskOptions) -> str:
+    """A multiple-choice question's options as every prompt lists them after the question
+    (``\nA. …\nB. …``); ``""`` for an open question."""
+    return "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+
+
+def check_question_length(solver, opts: AskOptions, question: str, asked_at: str) -> None:
+    """The length check :func:`start` makes first, for a caller that answers nothing:
+    ``edge search`` refuses the question ``edge ask`` would refuse as too long, at the same
+    length. ``solver``: anything with ``count_tokens(text)`` and ``n_ctx`` for the solver
+    (the model, or :meth:`models.ModelHub.tokenizer`'s vocabulary alone); ``question``
+    and ``asked_at`` as :func:`~.scope.check_question` returns them. Raises
+    :class:`AskError` (see :func:`check_question_fits`)."""
+    check_question_fits(solver, opts, question, option_lines(opts), asked_at)
 
 
 def check_question_fits(solver, opts: AskOptions, question: str, options: str,
