@@ -220,17 +220,17 @@ def test_search_equals_the_first_round_of_ask(run, day, hub):
 
 # ---- errors -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,message", [
-    (("   ",), "the question is empty"),
+@pytest.mark.parametrize("args,message,code", [
+    (("   ",), "the question is empty", 2),  # 2: what was typed cannot be used (README)
     (("--at", "DAY1 09:00", "where is my power bank?"),
-     "nothing in memory ends before the question time DAY1 09:00:00; the memory covers"),
+     "nothing in memory ends before the question time DAY1 09:00:00; the memory covers", 1),
     (("--from", "DAY1 12:00", "--to", "DAY1 13:00", "where is my power bank?"),
-     "nothing in memory ends between DAY1 12:00:00 and DAY1 13:00:00; widen --from/--to"),
-    (("--choices", "Tasha||Shure", "who?"), "choice B is empty"),
+     "nothing in memory ends between DAY1 12:00:00 and DAY1 13:00:00; widen --from/--to", 1),
+    (("--choices", "Tasha||Shure", "who?"), "choice B is empty", 2),
 ])
-def test_bad_questions_get_asks_one_line_error(run, two_days, args, message):
+def test_bad_questions_get_asks_one_line_error(run, two_days, args, message, code):
     r = run("search", "--memory", str(two_days), *args)
-    assert r.exit_code == 1 and r.output.startswith(f"Error: {message}")
+    assert r.exit_code == code and r.output.startswith(f"Error: {message}")
     assert len(r.output.splitlines()) == 1
     assert run("ask", "--memory", str(two_days), *args).output == r.output
 

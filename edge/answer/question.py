@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from edge.errors import AskError
+from edge.errors import AskError, QuestionError
 from edge.prompts import DECIDE_INSTRUCTION, SOLVER_SYSTEM, for_choices
 from edge.store import Memory
 from edge.store.embedding import memory_embedder, reembed_note
@@ -207,7 +207,7 @@ def check_question_length(solver, opts: AskOptions, question: str, asked_at: str
     length. ``solver``: anything with ``count_tokens(text)`` and ``n_ctx`` for the solver
     (the model, or :meth:`models.ModelHub.tokenizer`'s vocabulary alone); ``question``
     and ``asked_at`` as :func:`~.scope.check_question` returns them. Raises
-    :class:`AskError` (see :func:`check_question_fits`)."""
+    :class:`~edge.errors.QuestionError` (see :func:`check_question_fits`)."""
     check_question_fits(solver, opts, question, option_lines(opts), asked_at)
 
 
@@ -218,9 +218,10 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
     the prompt holds it twice (in the header and again last), beside the system prompt,
     the reply instruction, ``opts.answer_tokens`` for the reply, ``other_tokens`` (the
     day's global context and the hints) and :data:`PROMPT_SLACK_TOKENS`. Raises
-    :class:`AskError` in one line: the question's length and the most it may have, in
-    the solver's tokens. Nothing is raised when even an empty question would not fit
-    (``opts.answer_tokens`` too large: :func:`check_fits` says so)."""
+    :class:`~edge.errors.QuestionError` (an :class:`AskError`) in one line: the question's
+    length and the most it may have, in the solver's tokens. Nothing is raised when even
+    an empty question would not fit (``opts.answer_tokens`` too large: :func:`check_fits`
+    says so)."""
     n = solver.count_tokens(question + options)
     frame = solver.count_tokens(f"Question (asked at {asked_at}): \n\nNotes:\n")
     room = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
@@ -229,9 +230,9 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
     most = room // 2
     if n > most > 0:  # with no room at all the reply's budget is at fault: check_fits
         what = "with its options " if options else ""
-        raise AskError(f"the question is too long ({n} tokens {what}for the solver; at most "
-                       f"{most} tokens leave room for notes in its {solver.n_ctx}-token "
-                       "context): ask it in fewer words")
+        raise QuestionError(f"the question is too long ({n} tokens {what}for the solver; at "
+                            f"most {most} tokens leave room for notes in its "
+                            f"{solver.n_ctx}-token context): ask it in fewer words")
 
 
 def check_fits(opts: AskOptions, solver, budget: int) -> None:
