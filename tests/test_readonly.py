@@ -175,3 +175,26 @@ def test_root_is_treated_like_anyone_else(tmp_path):
         assert not writable(tmp_path)
     finally:
         tmp_path.chmod(0o755)
+
+
+def test_a_writer_s_wal_is_read_and_nothing_is_added_beside_it(run, memory_file):
+    """A memory left with its ``-wal`` and ``-shm`` (a writer still open, or killed): the
+    clips still in the WAL are read (SQLite ``mode=ro`` over the files that are there), and
+    no file is added or removed."""
+    import json
+
+    with Memory(memory_file) as writer:
+        add_clips(writer, ["Shure plays the guitar"], t0=40000.0, source="later")
+        files = sorted(p.name for p in memory_file.parent.iterdir())
+        assert files == ["day.db", "day.db-shm", "day.db-wal"]
+        data = memory_file.read_bytes()
+        assert b"Shure plays the guitar" not in data  # not checkpointed yet
+        make_unwritable(memory_file, "file")
+        try:
+            r = run("--memory", memory_file, "stats", "--json")
+        finally:
+            restore(memory_file)
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["clips"] == 4  # the fourth is in the WAL only
+        assert sorted(p.name for p in memory_file.parent.iterdir()) == files
+        assert memory_file.read_bytes() == data
