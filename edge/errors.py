@@ -49,13 +49,19 @@ class StoreError(EdgeError):
     """The memory file cannot be opened or written; the message says what to do."""
 
 
-class TimeParseError(EdgeError, ValueError):
+class InputError(EdgeError, ValueError):
+    """Text the user typed that cannot be used as it is, whatever the memory holds (a
+    question that is not valid UTF-8): one line and exit code 2 in the CLI, as for a bad
+    option."""
+
+
+class TimeParseError(InputError):
     """A moment the user typed that we cannot read; the message shows accepted forms."""
 
 
-class InputError(EdgeError, ValueError):
-    """Text the user typed that no command can use (a question that is not valid UTF-8):
-    one line and exit code 2 in the CLI, as for a bad option."""
+class QuestionError(AskError, InputError):
+    """A question or its ``--choices`` as typed that no memory could answer: empty, too
+    long for the solver, fewer than 2 or an empty option (exit code 2 in the CLI)."""
 
 
 def require_utf8(text: str, what: str) -> str:
@@ -91,6 +97,7 @@ __all__ = [
     "CaptureError",
     "EdgeError",
     "MediaError",
+    "QuestionError",
     "RecordError",
     "StoreError",
     "TimeParseError",

@@ -63,12 +63,7 @@ class ModelHub:
     def _build_model(self, spec: ModelSpec, role: str) -> Any:
         if spec.backend == REMOTE_BACKEND:
             return self._build_remote(spec, role)
-        try:
-            path = resolve_weights(spec, self.models_dir)
-        except WeightsMissingError as e:
-            raise WeightsMissingError(
-                f"{e} For every model of the {self.profile.name!r} profile: "
-                f"`bash scripts/setup.sh --profile {self.profile.name}`.") from None
+        path = self._weights(spec)
         if spec.backend == "faster-whisper":
             from models.transcriber import WhisperTranscriber
 
@@ -112,6 +107,15 @@ class ModelHub:
                                         max_tokens=spec.option("max_tokens", 160),
                                         usage=self.usage)
         raise ValueError(f"model {spec.name!r}: unknown backend {spec.backend!r}")
+
+    def _weights(self, spec: ModelSpec) -> Path | None:
+        """:func:`resolve_weights`, its missing-weights error naming the profile's setup."""
+        try:
+            return resolve_weights(spec, self.models_dir)
+        except WeightsMissingError as e:
+            raise WeightsMissingError(
+                f"{e} For every model of the {self.profile.name!r} profile: "
+                f"`bash scripts/setup.sh --profile {self.profile.name}`.") from None
 
     def _build_remote(self, spec: ModelSpec, role: str) -> Any:
         from models.remote import RemoteCaptioner, RemoteConfig, RemoteLLM
@@ -192,6 +196,26 @@ class ModelHub:
     def llm(self, role: str):
         """The LLM serving ``role`` (``memory_llm`` or ``solver``)."""
         return self.get(role)
+
+    def tokenizer(self, role: str):
+        """What counts the tokens of ``role``'s LLM, loading no weights where it can: the
+        LLM itself once it is loaded, or a remote one (its own estimate); else a llama.cpp
+        model's vocabulary alone (:class:`models.llama_vocab.LlamaVocab`, about 0.5 s; its
+        counts are the model's). It has ``count_tokens(text)`` and ``n_ctx``, and records
+        no call. Raises what :meth:`get` raises."""
+        spec = self.spec(role)
+        if spec.backend != "llama.cpp":
+            return self.get(role)
+        from models.llama_vocab import LlamaVocab
+
+        with self._lock:
+            if spec.name in self._cache:
+                return self._cache[spec.name]
+            key = f"{spec.name}#vocab"
+            if key not in self._cache:
+                self._cache[key] = LlamaVocab(self._weights(spec), name=spec.name,
+                                              n_ctx=spec.option("n_ctx", 4096))
+            return self._cache[key]
 
     def reset_caches(self) -> None:
         """Empty the KV caches and prompt-prefix snapshots of the loaded local LLMs

@@ -220,17 +220,17 @@ def test_search_equals_the_first_round_of_ask(run, day, hub):
 
 # ---- errors -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,message", [
-    (("   ",), "the question is empty"),
+@pytest.mark.parametrize("args,message,code", [
+    (("   ",), "the question is empty", 2),  # 2: what was typed cannot be used (README)
     (("--at", "DAY1 09:00", "where is my power bank?"),
-     "nothing in memory ends before the question time DAY1 09:00:00; the memory covers"),
+     "nothing in memory ends before the question time DAY1 09:00:00; the memory covers", 1),
     (("--from", "DAY1 12:00", "--to", "DAY1 13:00", "where is my power bank?"),
-     "nothing in memory ends between DAY1 12:00:00 and DAY1 13:00:00; widen --from/--to"),
-    (("--choices", "Tasha||Shure", "who?"), "choice B is empty"),
+     "nothing in memory ends between DAY1 12:00:00 and DAY1 13:00:00; widen --from/--to", 1),
+    (("--choices", "Tasha||Shure", "who?"), "choice B is empty", 2),
 ])
-def test_bad_questions_get_asks_one_line_error(run, two_days, args, message):
+def test_bad_questions_get_asks_one_line_error(run, two_days, args, message, code):
     r = run("search", "--memory", str(two_days), *args)
-    assert r.exit_code == 1 and r.output.startswith(f"Error: {message}")
+    assert r.exit_code == code and r.output.startswith(f"Error: {message}")
     assert len(r.output.splitlines()) == 1
     assert run("ask", "--memory", str(two_days), *args).output == r.output
 
@@ -257,15 +257,19 @@ def test_first_round_refuses_what_ask_refuses(memory, hub):
 
 
 def test_search_loads_the_embedder_and_never_the_solver(two_days, cli_home):
-    code = ("import sys; from click.testing import CliRunner; from edge.cli import main; "
+    """Only the solver's vocabulary is read (to refuse the question `ask` refuses as too
+    long): no llama.cpp model is loaded, no context made."""
+    code = ("import sys, json; from click.testing import CliRunner; from edge.cli import main; "
+            "import models.llama_session as s; loads = []; "
+            "s.LlamaSession.__init__ = lambda self, *a, **k: loads.append(a); "
             f"r = CliRunner().invoke(main, ['search', '--memory', {str(two_days)!r}, 'keys?']); "
-            "assert r.exit_code == 0, r.output; import json; print(json.dumps(sorted("
-            "m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'onnxruntime'))))")
+            "assert r.exit_code == 0, r.output; print(json.dumps([loads, sorted("
+            "m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'onnxruntime'))]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "onnxruntime" in loaded and not any(m.startswith("llama_cpp") for m in loaded)
+    loads, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "onnxruntime" in loaded and loads == []
 
 
 def test_search_declares_asks_question_options():

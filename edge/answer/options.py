@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from edge.errors import AskError
+from edge.errors import QuestionError
 from edge.recall.decompose import STYLES as DECOMPOSE_STYLES
 from edge.store import INDEX_TYPES
 from edge.timeline import DAY_PARTS, TimeWindow
@@ -209,17 +209,18 @@ class AskOptions:
         """Refuse options no question can run with, before any work.
 
         Raises:
-            AskError: fewer than 2 or more than 26 choices, or an empty choice.
+            QuestionError: fewer than 2 or more than 26 choices, or an empty choice.
             ValueError: an unknown ``retrieval``, ``loop``, ``day_part``,
                 ``decompose_style``, ``choice_scoring`` or ``open_check``, a negative
                 ``spread`` or ``distill_tokens`` under 64.
         """
         if self.choices is not None and not 2 <= len(self.choices) <= 26:
-            raise AskError("a multiple-choice question needs 2 to 26 choices")
+            raise QuestionError("a multiple-choice question needs 2 to 26 choices")
         if self.choices is not None and any(not str(c).strip() for c in self.choices):
             empty = [chr(ord("A") + i) for i, c in enumerate(self.choices) if not str(c).strip()]
-            raise AskError(f"choice {', '.join(empty)} is empty; write each option between "
-                           "the '|' separators, e.g. --choices 'Tasha|Alice|Shure|Lucia'")
+            raise QuestionError(f"choice {', '.join(empty)} is empty; write each option "
+                                "between the '|' separators, e.g. --choices "
+                                "'Tasha|Alice|Shure|Lucia'")
         if self.retrieval not in RETRIEVALS:
             raise ValueError(f"unknown retrieval {self.retrieval!r}; use 'keys' or 'hybrid'")
         if self.loop not in LOOPS:

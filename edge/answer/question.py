@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from edge.errors import AskError
+from edge.errors import AskError, QuestionError
 from edge.prompts import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
@@ -122,7 +122,7 @@ class Run:
     ``sentence_embedder``: returns the embedder the distiller picks sentences with (the
     hub's ``sentence_embedder`` role, loaded on first use); ``None``: ``embedder``.
     ``event``: the event the question names as its time (:mod:`edge.answer.events`); when
-    it is ``missing`` from memory the run has no solver (``None``) and no rounds."""
+    it is ``missing`` from memory the run makes no solver call and has no rounds."""
 
     memory: Memory
     solver: object
@@ -185,17 +185,16 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     if opts.pyramid is None:
         opts = replace(opts, pyramid=memory.has_facts())
     mark = hub.usage.mark()
-    embedder = memory_embedder(memory, hub)
-    scope, event = scope_by_event(memory, embedder, question, opts, scope)
-    if event is not None and event.missing:  # answered without the solver
-        return Run(memory, None, embedder, hub.usage, opts, question, asked_at, scope,
-                   Prompt("", question, ""), 0, on_progress or (lambda _line: None), started,
-                   on_token, mark, event=event)
-    solver = hub.llm("solver")
+    embedder, solver = memory_embedder(memory, hub), hub.llm("solver")
     opts = with_fusion_of(opts, embedder)
     opts = _fit_to_solver(opts, solver)
-    options = "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+    options = option_lines(opts)
     check_question_fits(solver, opts, question, options, asked_at)  # before any model use
+    scope, event = scope_by_event(memory, embedder, question, opts, scope)
+    if event is not None and event.missing:  # answered without a solver call
+        return Run(memory, solver, embedder, hub.usage, opts, question, asked_at, scope,
+                   Prompt("", question, options), 0, on_progress or (lambda _line: None),
+                   started, on_token, mark, event=event)
     context = global_context(memory, scope, solver) if opts.pyramid else ""
     hints = question_hints(memory, embedder, question, opts, scope)
     prompt = Prompt(f"{context}Question (asked at {asked_at}): {question}{options}\n\n"
@@ -218,6 +217,22 @@ def start(memory: Memory, hub, question: str, opts: AskOptions,
     return run
 
 
+def option_lines(opts: AskOptions) -> str:
+    """A multiple-choice question's options as every prompt lists them after the question
+    (``\nA. …\nB. …``); ``""`` for an open question."""
+    return "".join(f"\n{ltr}. {c}" for ltr, c in zip(opts.letters, opts.choices or []))
+
+
+def check_question_length(solver, opts: AskOptions, question: str, asked_at: str) -> None:
+    """The length check :func:`start` makes first, for a caller that answers nothing:
+    ``edge search`` refuses the question ``edge ask`` would refuse as too long, at the same
+    length. ``solver``: anything with ``count_tokens(text)`` and ``n_ctx`` for the solver
+    (the model, or :meth:`models.ModelHub.tokenizer`'s vocabulary alone); ``question``
+    and ``asked_at`` as :func:`~.scope.check_question` returns them. Raises
+    :class:`~edge.errors.QuestionError` (see :func:`check_question_fits`)."""
+    check_question_fits(solver, opts, question, option_lines(opts), asked_at)
+
+
 def check_question_fits(solver, opts: AskOptions, question: str, options: str,
                         asked_at: str, *, other_tokens: int = 0) -> None:
     """Refuse, before any model call, a question (with its ``options`` as the prompt lists
@@ -225,9 +240,10 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
     the prompt holds it twice (in the header and again last), beside the system prompt,
     the reply instruction, ``opts.answer_tokens`` for the reply, ``other_tokens`` (the
     day's global context and the hints) and :data:`PROMPT_SLACK_TOKENS`. Raises
-    :class:`AskError` in one line: the question's length and the most it may have, in
-    the solver's tokens. Nothing is raised when even an empty question would not fit
-    (``opts.answer_tokens`` too large: :func:`check_fits` says so)."""
+    :class:`~edge.errors.QuestionError` (an :class:`AskError`) in one line: the question's
+    length and the most it may have, in the solver's tokens. Nothing is raised when even
+    an empty question would not fit (``opts.answer_tokens`` too large: :func:`check_fits`
+    says so)."""
     n = solver.count_tokens(question + options)
     frame = solver.count_tokens(f"Question (asked at {asked_at}): \n\nNotes:\n")
     room = (solver.n_ctx - opts.answer_tokens - solver.count_tokens(SOLVER_SYSTEM)
@@ -236,9 +252,9 @@ def check_question_fits(solver, opts: AskOptions, question: str, options: str,
     most = room // 2
     if n > most > 0:  # with no room at all the reply's budget is at fault: check_fits
         what = "with its options " if options else ""
-        raise AskError(f"the question is too long ({n} tokens {what}for the solver; at most "
-                       f"{most} tokens leave room for notes in its {solver.n_ctx}-token "
-                       "context): ask it in fewer words")
+        raise QuestionError(f"the question is too long ({n} tokens {what}for the solver; at "
+                            f"most {most} tokens leave room for notes in its "
+                            f"{solver.n_ctx}-token context): ask it in fewer words")
 
 
 def step_instruction(opts: AskOptions) -> str:

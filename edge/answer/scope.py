@@ -9,7 +9,7 @@ that window — applied inside the KNN.
 
 from __future__ import annotations
 
-from edge.errors import AskError, require_utf8
+from edge.errors import AskError, QuestionError, require_utf8
 from edge.store import Memory
 from edge.timeline import TimeWindow, day_of, format_moment, window_from_question
 
@@ -60,8 +60,8 @@ def check_question(memory: Memory, question: str, opts: AskOptions) -> tuple[str
     stripped and the moment it is asked (``DAY1 11:21:00``, ``now`` without ``opts.at``).
 
     Raises:
-        AskError: bad options (:meth:`AskOptions.check`), an empty question, an empty
-            memory, or nothing in memory ending before ``opts.at``.
+        QuestionError: bad ``--choices`` (:meth:`AskOptions.check`), an empty question.
+        AskError: an empty memory, or nothing in memory ending before ``opts.at``.
         InputError: a question or option that is not valid UTF-8.
         ValueError: an unknown ``retrieval`` or ``loop``.
     """
@@ -70,7 +70,7 @@ def check_question(memory: Memory, question: str, opts: AskOptions) -> tuple[str
     for i, choice in enumerate(opts.choices or [], start=1):
         require_utf8(choice, f"option {i} of --choices")
     if not question:
-        raise AskError("the question is empty")
+        raise QuestionError("the question is empty")
     stats = memory.stats()
     if stats["clips"] == 0:
         raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "

@@ -1,7 +1,8 @@
 """The ``edge`` command line (click): one group, a command per job, ``--json`` for scripts.
 
 - this module: the ``main`` group (``--memory``, ``--profile``, ``--version``) and the one
-  place where the project's user errors become one line and exit code 1;
+  place where the project's user errors become one line and exit code 1 (2 for what was
+  typed that cannot be used as it is);
 - :mod:`~edge.cli.options`: the invocation's :class:`~edge.cli.options.State` and the option
   decorators several commands share;
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
@@ -30,16 +31,23 @@ class _InputException(click.ClickException):
 
 
 class _Group(click.Group):
-    """Turns the project's expected errors into one clear line and exit code 1 (2 for text
-    the user typed that cannot be used, :class:`~edge.errors.InputError`)."""
+    """Turns the project's expected errors into one clear line and exit code 1 (2 for what
+    the user typed that cannot be used as it is: :class:`~edge.errors.InputError`, and
+    click's usage errors, said in one line too)."""
 
     def invoke(self, ctx: click.Context):
         """Run the command; a user error, or an apsw error (said as a memory write error),
-        becomes a ``click.ClickException``."""
+        becomes a ``click.ClickException``; a usage error (a bad option value, a missing
+        argument) one line naming the command's ``--help``."""
         import apsw
 
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # a command group without its command: its help, as click shows it
+        except click.UsageError as e:
+            hint = f"; see `{e.ctx.command_path} --help`" if e.ctx is not None else ""
+            raise _InputException(e.format_message().rstrip(".") + hint) from None
         except InputError as e:
             raise _InputException(str(e)) from None
         except USER_ERRORS as e:

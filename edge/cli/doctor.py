@@ -170,17 +170,26 @@ def run_checks(hub, memory_path: Path) -> list[Check]:
     for row in check_roles(hub, load=True):
         detail = row["error"] or f"{row['model']} ({row['backend']}): {row['detail']}"
         checks.append(Check(f"role {row['role']}", row["ok"], detail))
-    if Path(memory_path).exists():
-        try:
-            from edge.store import Memory
-
-            with Memory(memory_path, create=False) as m:
-                s = m.stats()
-            checks.append(Check("memory", True, f"{memory_path}: {s['clips']} clips, "
-                                                f"{s['hours']:.2f} h"))
-        except Exception as e:
-            checks.append(Check("memory", False, f"{memory_path}: {e}"))
-    else:
-        checks.append(Check("memory", True, f"{memory_path} not created yet (edge ingest "
-                                            "makes it)"))
+    checks.append(_memory_check(Path(memory_path)))
     return checks
+
+
+def _memory_check(memory_path: Path) -> Check:
+    """The memory's line: its clips and hours (read-only, said so, where it cannot be
+    written: the doctor writes nothing into it), why it cannot be opened, or that it is
+    not created yet."""
+    if not memory_path.exists():
+        return Check("memory", True, f"{memory_path} not created yet (edge ingest makes it)")
+    from edge.store import Memory, ReadOnlyMemoryError
+
+    try:
+        try:
+            m, how = Memory(memory_path, create=False), ""
+        except ReadOnlyMemoryError:
+            m, how = Memory(memory_path, create=False, readonly=True), " (read-only here)"
+        with m:
+            s = m.stats()
+        return Check("memory", True, f"{memory_path}: {s['clips']} clips, "
+                                     f"{s['hours']:.2f} h{how}")
+    except Exception as e:
+        return Check("memory", False, f"{memory_path}: {e}")

@@ -56,8 +56,9 @@ def ingest_run(state: State, command: str, unit: str, desc: str) -> Iterator[Ing
     """Open (or create) the memory and the hub for ``command``; on the way out close the
     bar and store the model calls under ``command``, whatever happened. Ctrl-C says how
     to resume and exits 130."""
+    hub = state.hub()  # an unknown profile is said before a new memory is made
     with open_memory(state, create=True) as memory:
-        run = IngestRun(memory, state.hub(), unit, desc)
+        run = IngestRun(memory, hub, unit, desc)
         try:
             yield run
         except KeyboardInterrupt:
@@ -97,12 +98,15 @@ def later_line(stats: dict) -> str:
 
 
 def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float) -> None:
-    """Refuse what ``edge ingest`` cannot do, before a memory is created: a missing path,
-    ``--audio`` with anything but one video, ``--audio-offset`` without ``--audio``, folders
-    without a media file; each raises ``click.ClickException``."""
+    """Refuse what ``edge ingest`` cannot do, before a memory is created: a missing path
+    (:class:`~edge.errors.InputError`), ``--audio`` with anything but one video,
+    ``--audio-offset`` without ``--audio``, folders without a media file (each
+    ``click.ClickException``)."""
+    from edge.errors import InputError
+
     for p in paths:
-        if not p.exists():
-            raise click.ClickException(f"{p}: no such file or folder")
+        if not p.exists():  # a usage error, as click says a missing FILE (exit code 2)
+            raise InputError(f"{p}: no such file or folder")
     if audio is not None and (len(paths) != 1 or paths[0].is_dir()):
         raise click.ClickException("--audio belongs to one video: give exactly one video file "
                                    "with it (not a folder or several files)")

@@ -84,9 +84,11 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
     They come in the order `ask` takes them: the best spread apart (no two within ±2 clips),
     with --choices each option's best, then the clips skipped for spreading, by score.
 
-    The same flags give the anchors of `edge ask`'s first round (without --decompose).
+    The same flags give the anchors of `edge ask`'s first round (without --decompose); a
+    question too long for `edge ask`'s solver is refused here too.
     """
     from edge.answer import AskOptions
+    from edge.answer.question import check_question_length
     from edge.answer.scope import check_question, join_notes
     from edge.answer.search import first_round
     from edge.store.embedding import memory_embedder, reembed_note
@@ -95,8 +97,10 @@ def search(state: State, question: str, at: str | None, from_: str | None, to: s
                       **retrieval_settings(retrieval, key_types, fusion, rrf_k),
                       choices=parse_choices(choices))
     with open_memory(state, create=False, reading=True) as memory:
-        check_question(memory, question, opts)  # refuse before the embedder loads
+        checked, asked_at = check_question(memory, question, opts)  # before the embedder
         hub = state.hub()
+        # the question `ask` refuses as too long, counted by the solver's vocabulary alone
+        check_question_length(hub.tokenizer("solver"), opts, checked, asked_at)
         found = first_round(memory, memory_embedder(memory, hub), question, opts)
         result = search_result(memory, found)
         result["note"] = join_notes(result["note"], reembed_note(memory, hub) or "")

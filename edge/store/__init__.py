@@ -29,7 +29,7 @@ The package, in reading order:
 
 from edge.errors import StoreError
 from edge.store.entities import EntityRow
-from edge.store.memory import Memory, ReadOnlyMemoryError, same_file, write_error
+from edge.store.memory import Memory, ReadOnlyMemoryError, same_file, writable, write_error
 from edge.store.migrations import MIGRATIONS
 from edge.store.queue import BuildResult, QueueItem
 from edge.store.records import (
@@ -68,5 +68,6 @@ __all__ = [
     "same_file",
     "sqlite_versions",
     "time_scope",
+    "writable",
     "write_error",
 ]

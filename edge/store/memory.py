@@ -41,6 +41,20 @@ def write_error(path: Path, e: Exception) -> StoreError:
         "file is writable; everything stored before this point is intact.")
 
 
+def writable(path: Path) -> bool:
+    """Whether ``edge`` may write the file or folder ``path``: ``access()`` allows it (a
+    read-only mount, an immutable file and, for anyone but root, the permission bits say
+    no) and its mode has a write bit. Root passes ``access()`` whatever the bits say, so a
+    memory made read-only with ``chmod a-w`` (or its folder) would still be written by a
+    command run as root; reading the bits too makes it read-only for everyone. False when
+    ``path`` does not exist."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o222) and os.access(path, os.W_OK)
+
+
 def same_file(a: Path, b: Path) -> bool:
     """Whether the paths ``a`` and ``b`` name one file (``./m.db`` and ``m.db``, links)."""
     a, b = Path(a), Path(b)
@@ -55,7 +69,10 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
 
     Opening applies pending migrations (:data:`~edge.store.MIGRATIONS`). Raises
     :class:`StoreError` when the path cannot be created or opened, when ``create=False`` and
-    the file does not exist (or is empty), or when it is not a usable memory file.
+    the file does not exist (or is empty), or when it is not a usable memory file, and
+    :class:`ReadOnlyMemoryError` when the file or its folder may not be written
+    (:func:`writable`; checked before SQLite touches it). ``readonly=True`` opens it for
+    reading only (:meth:`_open_readonly`): nothing is migrated or written.
 
     Methods by module: sources and clips (:mod:`~edge.store.clips`), KNN over key and fact
     vectors (:mod:`~edge.store.vectors`), which embedder wrote them and re-embedding
@@ -74,25 +91,48 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
             return
         new = not self.path.exists()
         self._check_path(create)
+        if not new and not (writable(self.path) and writable(self.path.parent)):
+            raise self._not_writable()  # before SQLite writes anything into or beside it
+        if new and not writable(self.path.parent):
+            raise self._folder_not_writable()
         try:
             self.db = connect(self.path)
         except StoreError:
             if new:
-                raise StoreError(
-                    f"cannot create the memory {self.path}: the folder {self.path.parent} is "
-                    "not writable; give --memory a path in a writable folder, or make this "
-                    "one writable") from None
+                raise self._folder_not_writable() from None
             raise
         self._open()
 
+    def _folder_not_writable(self) -> StoreError:
+        """The error for a new memory in a folder that cannot be written."""
+        return StoreError(
+            f"cannot create the memory {self.path}: the folder {self.path.parent} is not "
+            "writable; give --memory a path in a writable folder, or make this one writable")
+
+    def _not_writable(self) -> ReadOnlyMemoryError:
+        """The error for a memory whose file or folder cannot be written."""
+        return ReadOnlyMemoryError(
+            f"cannot write to the memory {self.path}: the file or its folder is not "
+            "writable (SQLite's WAL mode writes -wal/-shm files beside it); only commands "
+            "that read (ask, search, stats, chat, report, backup) can use it there: copy it "
+            "somewhere writable to add to it")
+
     def _open_readonly(self) -> None:
         """Open for reading only: SQLite ``mode=ro``, else (no ``-shm`` can be made beside
-        a WAL file on read-only media) ``immutable``. A memory whose pending migrations
-        would change what is read is refused (only m009, which adds the record of the
-        embedder, is read without: MiniLM's, as before it)."""
+        a WAL file on read-only media) ``immutable``. A memory that cannot be written
+        (:func:`writable`) gets nothing beside it either: ``mode=ro`` makes the ``-wal`` and
+        ``-shm`` files it lacks (and leaves them), so it is used only where both are there
+        already (a writer's WAL, still to be read); else ``immutable``, which reads the
+        file alone. A memory whose pending migrations would change what is read is refused
+        (only m009, which adds the record of the embedder, is read without: MiniLM's, as
+        before it)."""
         import apsw
 
-        for how in ("ro", "immutable"):
+        beside = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm")]
+        may_write = writable(self.path) and writable(self.path.parent)
+        ways = ("ro", "immutable") if may_write or all(p.exists() for p in beside) else (
+            "immutable",)
+        for how in ways:
             self.db = connect(self.path, readonly=how)
             try:
                 done = {r[0] for r in self.db.execute("SELECT name FROM _migrations")}
@@ -138,11 +178,7 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
         except apsw.Error as e:
             self.db.close()
             if isinstance(e, apsw.CantOpenError | apsw.ReadOnlyError):
-                raise ReadOnlyMemoryError(
-                    f"cannot write to the memory {self.path}: the file or its folder is not "
-                    "writable (SQLite's WAL mode writes -wal/-shm files beside it); only "
-                    "commands that read (ask, search, stats, chat, report, backup) can use it "
-                    "there: copy it somewhere writable to add to it") from None
+                raise self._not_writable() from None
             raise StoreError(f"{self.path} is not a usable memory file: {e}") from None
 
     def _write(self):

@@ -34,6 +34,11 @@ def is_report(line: str) -> bool:
     return [w.lower() for w in line.split(maxsplit=1)[:1]] == ["/report"]
 
 
+QUESTION_HINT = "Ask about your day (Enter); /report DAY1 for a report"
+"""The question box's hint: whole in the box from 80 columns (stacked panes) and in the
+chat pane beside the evidence from 100 (Esc, cancel, is in the footer)."""
+
+
 class _Cancelled(Exception):
     """Raised inside the worker thread to stop a cancelled question."""
 
@@ -42,12 +47,16 @@ class ChatScreen(Screen):
     """Ask questions; see progress, the answer and the cited moments."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel question"),
+        # the footer shows the short descriptions, within 80 columns with F1 and quit; the
+        # help screen (F1) the tooltips, and the keys the footer leaves out
+        Binding("escape", "cancel", "Cancel", tooltip="cancel the running question"),
         Binding("ctrl+t", "app.timeline", "Timeline"),
-        Binding("ctrl+r", "app.refresh_memory", "Reload memory"),
-        Binding("ctrl+l", "clear", "Clear chat"),
-        Binding("ctrl+o", "toggle_focus", "Question ⇄ evidence"),
-        Binding("f1", "app.help", "Help"),
+        Binding("ctrl+r", "app.refresh_memory", "Reload memory", show=False,
+                tooltip="reload the memory (also every 5 s)"),
+        Binding("ctrl+l", "clear", "Clear chat",
+                tooltip="clear the conversation and its evidence"),
+        Binding("ctrl+o", "toggle_focus", "Question ⇄ evidence", show=False),
+        Binding("f1", "app.help", "Help", tooltip="help: every key of every screen"),
     ]
 
     def __init__(self) -> None:
@@ -71,9 +80,7 @@ class ChatScreen(Screen):
             with Vertical(id="chat-pane"):
                 yield FirstRun(id="first-run")
                 yield Conversation(id="conversation")
-                yield Input(placeholder="Ask about your day — Enter asks, Esc cancels; "
-                            "/report DAY1 for a cited report",
-                            id="question")
+                yield Input(placeholder=QUESTION_HINT, id="question")
             with Vertical(id="evidence-pane"):
                 yield Label("Evidence — Enter opens a moment", classes="pane-title")
                 yield EntryList(id="evidence")
@@ -114,6 +121,7 @@ class ChatScreen(Screen):
                         severity="error")
             return
         event.input.clear()
+        self.query_one(EntryList).clear()  # the last question's evidence goes with it
         conv = self.query_one(Conversation)
         for bubble in self._cancelled_turn:  # a cancelled turn gives way to the next question
             bubble.remove()
@@ -248,9 +256,13 @@ class ChatScreen(Screen):
         self._ask_id += 1  # anything the old worker still posts is ignored
 
     # -- navigation
-    def action_clear(self) -> None:
-        """Clear the conversation."""
-        self.query_one(Conversation).remove_children()
+    async def action_clear(self) -> None:
+        """Ctrl+L: clear the conversation and the evidence pane; a running question goes
+        too (cancelled, as by Esc)."""
+        self.action_cancel()
+        self._cancelled_turn, self._question, self.last_answer = [], None, None
+        await self.query_one(Conversation).remove_children()
+        await self.query_one(EntryList).clear()
 
     def action_toggle_focus(self) -> None:
         """Move the focus between the question and the evidence."""

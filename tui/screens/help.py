@@ -19,12 +19,21 @@ def bindings_table(sections: list[tuple[str, list]]) -> Table:
     for name, bindings in sections:
         for b in bindings:
             if isinstance(b, Binding):
-                keys, description = b.key, b.description
+                keys, description = b.key, b.tooltip or b.description
             else:
                 keys, description = b[0], b[2] if len(b) > 2 else b[1]
             table.add_row(name, keys.replace(",", " / "), description)
             name = ""
     return table
+
+
+def close_line() -> str:
+    """``Esc, q or F1 closes this help (↑ ↓ scroll it)``: the keys of
+    :attr:`HelpScreen.BINDINGS` that close it."""
+    keys = [k.strip() for k in HelpScreen.BINDINGS[0].key.split(",")]
+    names = [{"escape": "Esc"}.get(k, k.upper() if k.startswith("f") else k) for k in keys]
+    said = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+    return f"{said} closes this help (↑ ↓ scroll it)."
 
 
 class HelpScreen(ModalScreen):
@@ -37,9 +46,10 @@ class HelpScreen(ModalScreen):
         self.sections = sections
 
     def compose(self) -> ComposeResult:
-        """The bindings table and a line on keyboard, SSH and mouse use."""
+        """How to close it, the bindings table and a line on keyboard, SSH and mouse use."""
         with VerticalScroll(id="help-box"):
             yield Static("edge chat — keys", classes="pane-title")
+            yield Static(close_line(), id="help-close", classes="dim")
             yield Static(bindings_table(self.sections), id="help-table")
             yield Static("Everything works from the keyboard and over SSH; Tab moves between "
                          "panes; the mouse works too where the terminal sends it.",
