@@ -30,7 +30,8 @@ in order:
    holds one of the question's content words other than its generic verbs (a stem, or
    one word the start of the other: "screwed" / "screwdriver"). A name and a topic word
    fifteen sentences apart in one clip are not an answer, nor is "I talk to Tasha" one
-   about the whiteboard.
+   about the whiteboard. A found quote holds at least half as many of the answer's terms as
+   the best found.
 
 An answer is *held* when at least one quote (the solver's or found) holds an own term
 that is not turned down; its clips are the citations. An answer with no own terms at all
@@ -304,7 +305,9 @@ def find_quotes(answer: str, question: str, clips: Sequence[ClipSentences],
                 people: frozenset[str]) -> list[QuoteRow]:
     """Sentences of the clips in ``read`` that hold the answer's own ``terms`` and are
     about the question (rule 4), as supporting or turned-down quotes, the sentences holding
-    the most terms first (at most :data:`MAX_QUOTES`)."""
+    the most terms first (at most :data:`MAX_QUOTES`, each holding at least half as many
+    as the best: "gives" alone does not find a second quote for "give … a daffodil
+    bulb")."""
     if not terms:
         return []
     q_stems = set(content_stems(question))
@@ -321,9 +324,9 @@ def find_quotes(answer: str, question: str, clips: Sequence[ClipSentences],
             if not any(_related(q_stems, clip.stems[j]) for j in near):
                 continue
             found.append((-n, i, k))
-    rows = [_row(clips, (i, k, k), "", terms, question, neg, people)
-            for _, i, k in sorted(found)[:MAX_QUOTES]]
-    return rows
+    most = -min(found)[0] if found else 0
+    return [_row(clips, (i, k, k), "", terms, question, neg, people)
+            for n, i, k in sorted(found)[:MAX_QUOTES] if -n * 2 >= most]
 
 
 def _dedupe(rows: list[QuoteRow]) -> list[QuoteRow]:
