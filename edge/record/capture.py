@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from edge.errors import CaptureError
+from edge.record.disk import disk_full_message, is_disk_full
 from edge.record.ledger import WatchLedger, file_key
 from edge.record.segmenter import Segmenter
 from edge.record.session import Session, SourceSpec
@@ -81,7 +82,8 @@ class Capture:
 
     def run(self) -> None:
         """The thread's body. Errors are logged and kept as the recorder's ``last_error``,
-        never raised; ``capture_done`` is set however it ends."""
+        never raised; a full disk stops the recording (:meth:`Session.halt`, one line);
+        ``capture_done`` is set however it ends."""
         rec = self.rec
         try:
             if rec.source.kind == "watch":
@@ -94,8 +96,12 @@ class Capture:
             rec.last_error = str(e)
             log.error("%s", e)
         except Exception as e:
-            rec.last_error = f"capture stopped: {e.__class__.__name__}: {e}"
-            log.exception("capture failed")
+            if not is_disk_full(e):
+                rec.last_error = f"capture stopped: {e.__class__.__name__}: {e}"
+                log.exception("capture failed")
+            else:  # the recording stops with one line (no traceback), the ledger intact
+                log.error("capture stopped: %s", e)
+                rec.halt(disk_full_message(rec.memory_path))
         finally:
             rec.capture_done.set()
             rec.worker.wake.set()
@@ -267,8 +273,9 @@ class Capture:
         before the file's end. Raises :class:`CaptureError` and ``av`` errors."""
         seg = self._segmenter()
 
-        def progress(seconds: float) -> None:
+        def progress(seconds: float) -> None:  # a clip is done, before it is published
             entry["done_until"] = seconds
+            entry["part"] = None
             ledger.save(key, entry)
 
         def opened(part: Path) -> None:
@@ -309,6 +316,8 @@ class Capture:
             if self._cut_resumable(av.open(str(f)), key, {**entry, "origin": origin}, ledger):
                 return True
         except (CaptureError, av.error.FFmpegError) as e:
+            if is_disk_full(e):
+                raise  # our disk, not the file: it is not complete; the recording stops
             rec.last_error = f"{f.name}: {e}"
             log.error("watched file %s stopped: %s", f.name, e)
         if rec.stop.is_set():

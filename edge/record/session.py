@@ -100,7 +100,8 @@ class Session(Protocol):
     """One recording session as its threads share it (:class:`~edge.record.Recorder` is
     the one implementation): the memory and spool, the source and options, the events that
     stop it, its ``state``, ``last_error`` and storage-policy counters, the audio watch,
-    and the worker and capture threads."""
+    and the worker and capture threads; ``halt(reason)`` stops it for an error the user
+    must fix (a full disk), said in one line when it ends."""
 
     memory_path: Path
     source: SourceSpec
@@ -119,3 +120,5 @@ class Session(Protocol):
     capture: CaptureView
 
     def free_bytes(self) -> int: ...
+
+    def halt(self, reason: str) -> None: ...
