@@ -1,13 +1,14 @@
 """Recording faults (issue 42, item 5), on real footage with the real models and a real
 SQLite/sqlite-vec memory: a disk that fills while `edge record` runs (one line, exit 1,
-nothing stored lost, and the restart stores each span of the file once; slow), and the log
-file on a full disk (fast)."""
+nothing stored lost, and the restart stores each span of the file once), and a file source
+that pauses under the disk floor instead of dropping footage (slow)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 
 from edge.cli import main
 from edge.cli.options import State
-from edge.record import finished_clips, spool_dir
+from edge.record import Recorder, RecordOptions, SourceSpec, finished_clips, spool_dir
 from edge.store import Memory
 from tests.conftest import FOOTAGE, shared
 from tests.diskfull import full_disk  # noqa: F401 (a fixture)
@@ -159,3 +160,38 @@ def test_a_disk_that_fills_stops_record_with_one_line_and_the_restart_stores_eac
     assert len(paths) == len(set(paths)) == len(spans)  # each clip file once
     assert sorted(Path(p).name for p in paths) == [
         c.path.name for c in finished_clips(spool_dir(mem))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("speed", [None, 6.0], ids=["file", "realtime"])
+def test_a_file_under_the_disk_floor_pauses_and_loses_no_footage(tmp_path, hub, record_log,
+                                                                 speed):
+    """Free disk drops below --min-free for 3 s just after the first clip: a file source,
+    replayed as fast as it reads or in real time, waits (only a camera or stream must drop
+    footage), so the memory holds the whole file, back to back — a replay had lost 8.3 s (a
+    keyframe interval) of 131 s."""
+    src = shared(FOOTAGE / LONG)
+    mem = tmp_path / "floor.db"
+    spool = spool_dir(mem)
+    floor = 10**9
+    spec = SourceSpec("file", str(src), realtime=speed is not None, speed=speed or 1.0)
+    rec = Recorder(mem, spec, RecordOptions(min_free=floor), hub_factory=lambda: hub)
+    low: dict[str, float] = {}
+    states: set[str] = set()
+
+    def free_bytes() -> int:  # the disk dips below the floor once the first clip is out
+        if "since" not in low and finished_clips(spool):
+            low["since"] = time.monotonic()
+        if "since" in low and time.monotonic() - low["since"] < 3.0:
+            states.add(rec.state)
+            return floor // 2
+        return floor * 100
+
+    rec.free_bytes = free_bytes
+    assert rec.run() == 0
+    assert "since" in low  # the dip happened while the file was being cut
+    spans, _ = _memory_spans(mem)
+    _assert_the_file_once(spans, LONG_SECONDS)
+    paused = [r.message for r in record_log.records if "below the floor" in r.message]
+    assert paused and "paus" in paused[0], paused
+    assert "paused" in states

@@ -135,7 +135,8 @@ def record_logging(spool: Path) -> None:
               help="Delete raw clips older than this once in memory, e.g. 7d or 12h. "
                    "Default: keep.")
 @click.option("--min-free", default="1GB", show_default=True, metavar="SIZE",
-              help="Refuse to start, and stop writing clips, below this much free disk.")
+              help="Refuse to start below this much free disk; while running, a file or "
+                   "folder pauses below it, a camera or stream stops writing clips.")
 @click.option("--max-pending", type=click.IntRange(min=1), default=120, show_default=True,
               help="Bound of the ingestion queue (finished clips not yet in memory).")
 @click.option("--clip-seconds", type=click.FloatRange(min=2), default=30.0, show_default=True,

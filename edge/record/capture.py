@@ -137,15 +137,35 @@ class Capture:
         self.rec.silence.check_clip(path, start, duration)
 
     def _segmenter(self) -> Segmenter:
-        """A new segmenter into the spool: it stops writing below the disk floor and waits
-        for room in the ingestion queue (a source that can wait)."""
+        """A new segmenter into the spool. Below the disk floor a file or watched folder
+        pauses until space is freed (:attr:`SourceSpec.can_pause`), a camera or stream stops
+        writing clips (drops footage) meanwhile; a source that is not live also waits for
+        room in the ingestion queue."""
         rec = self.rec
         self.segmenter = Segmenter(
             rec.spool, clip_seconds=rec.options.clip_seconds, reencode=rec.options.reencode,
-            on_clip=self._on_clip, stop=rec.stop,
-            can_write=lambda: rec.free_bytes() >= rec.options.min_free,
-            wait_for_room=rec.worker.wait_for_room)
+            on_clip=self._on_clip, stop=rec.stop, can_write=self._above_floor,
+            wait_for_room=rec.worker.wait_for_room,
+            wait_for_disk=self._wait_for_disk if rec.source.can_pause else None)
         return self.segmenter
+
+    def _above_floor(self) -> bool:
+        """Whether free disk is at least ``--min-free``."""
+        return self.rec.free_bytes() >= self.rec.options.min_free
+
+    def _wait_for_disk(self) -> None:
+        """Free disk is below the floor: pause the source (state ``paused``, its clip kept
+        open) until space is freed — the storage policy deletes raw clips already in memory
+        meanwhile — or the recorder stops. Logged when it pauses and when it goes on."""
+        rec = self.rec
+        log.warning("free disk is below the floor --min-free: pausing %s until space is "
+                    "freed (nothing is dropped)", rec.source.describe())
+        rec.state = "paused"
+        while not rec.stop.is_set() and not self._above_floor():
+            rec.stop.wait(rec.options.poll)
+        if not rec.stop.is_set():
+            rec.state = "recording"
+            log.info("free disk is above the floor again: recording goes on")
 
     def _back_off(self, error: CaptureError, retry: str, backoff: float) -> float:
         """Log a dropped source, wait ``backoff`` seconds (or until stopped); returns the

@@ -37,8 +37,8 @@ class Recorder:
 
     ``hub_factory()`` returns the model hub (called in the worker thread, so capture starts
     before the models have loaded). :meth:`run` returns the exit code (0 clean, 1 failed).
-    ``state`` is one of starting, recording, backpressure, ingesting, stopping, stopped,
-    failed (see :meth:`status`).
+    ``state`` is one of starting, recording, backpressure, paused (free disk below the
+    floor), ingesting, stopping, stopped, failed (see :meth:`status`).
     """
 
     def __init__(self, memory_path: Path, source: SourceSpec, options: RecordOptions,
@@ -183,9 +183,9 @@ class Recorder:
 
     def status(self) -> dict:
         """The recorder's state as written to the status file: ``state`` (starting,
-        recording, backpressure, ingesting, stopping, stopped, failed), ``queue`` (clips
-        waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in memory),
-        ``disk`` (raw clip bytes, budget, free bytes, floor), ``audio`` (the source's level
+        recording, backpressure, paused, ingesting, stopping, stopped, failed), ``queue``
+        (clips waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in
+        memory), ``disk`` (raw clip bytes, budget, free bytes, floor), ``audio`` (the source's level
         and the silence warning, :meth:`edge.record.audio.SilenceWatch.status`),
         ``last_error``."""
         return snapshot(self)

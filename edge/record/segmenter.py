@@ -151,15 +151,19 @@ class Segmenter:
     """Cuts one opened source into clip files in ``spool``.
 
     ``on_clip(path, start, duration)`` is called for each finished clip. ``stop`` ends the
-    run after closing the current clip. ``can_write()`` false (disk below the floor) closes
-    the current clip and drops footage until it is true again. ``wait_for_room()`` is called
-    before each new clip of a non-live source and may block (back-pressure).
+    run after closing the current clip. ``can_write()`` false (disk below the floor): a
+    source that can wait is paused by ``wait_for_disk()``, which blocks until there is room
+    again or ``stop`` (the clip stays open, nothing is dropped); without it (a live source)
+    the current clip is closed and footage dropped until ``can_write()`` is true again.
+    ``wait_for_room()`` is called before each new clip of a non-live source and may block
+    (back-pressure).
     """
 
     def __init__(self, spool: Path, *, clip_seconds: float = 30.0, reencode: bool = False,
                  on_clip: Callable[[Path, float, float], None], stop: threading.Event,
                  can_write: Callable[[], bool] = lambda: True,
-                 wait_for_room: Callable[[], None] | None = None) -> None:
+                 wait_for_room: Callable[[], None] | None = None,
+                 wait_for_disk: Callable[[], None] | None = None) -> None:
         self.spool = spool
         self.clip_seconds = clip_seconds
         self.reencode = reencode
@@ -167,6 +171,7 @@ class Segmenter:
         self.stop = stop
         self.can_write = can_write
         self.wait_for_room = wait_for_room
+        self.wait_for_disk = wait_for_disk
         self.on_open: Callable[[Path], None] | None = None  # a .part is about to be created
         self._on_progress: Callable[[float], None] | None = None  # run()'s on_progress
         self.writer: _ClipWriter | None = None
@@ -302,9 +307,13 @@ class Segmenter:
         return _Source(video, audio, encoder, origin)
 
     def _room_on_disk(self) -> bool:
-        """False while free disk is below the floor: the current clip is closed and footage
-        is dropped (logged once per shortage)."""
+        """Whether the packet in hand may be written. Below the disk floor a source that can
+        wait pauses here (``wait_for_disk``) and then writes it; a live source's current clip
+        is closed and its footage dropped (False; logged once per shortage)."""
         if not self.can_write():
+            if self.wait_for_disk is not None:
+                self.wait_for_disk()
+                return True
             if not self._paused:
                 log.error("free disk is below the floor: closing the current clip and "
                           "dropping footage until space is freed")
