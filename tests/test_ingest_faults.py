@@ -1,17 +1,23 @@
-"""Ingest faults (issue 42, item 5): an ingest that fails before storing a clip into a new
-path leaves no memory, WAL, keyframe folder or folder behind (fast: real media, real
-SQLite)."""
+"""Ingest faults (issue 42, item 5): an ingest beside another process that holds the
+memory's build lock says its clips are stored and leaves the LLM tier to `edge build`
+(exit 0; slow, real models), and an ingest that fails before storing a clip into a new path
+leaves no memory, WAL, keyframe folder or folder behind (fast: real media, real SQLite)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from edge.build.lock import build_lock
 from edge.cli import main
+from edge.cli.options import State
 from edge.store import Memory
 from tests.conftest import FOOTAGE, shared
 from tests.factories import add_clips
+
+SHORT = "everyday_reading.mp4"  # 9.7 s: one clip
 
 
 def _tree(folder: Path) -> set[str]:
@@ -64,3 +70,24 @@ def test_a_model_error_before_the_first_clip_leaves_no_new_memory(tmp_path):
     assert r.exit_code == 1, r.output
     assert "edge models pull smolvlm2-256m-video-instruct" in r.output
     assert not (tmp_path / "memories").exists(), _tree(tmp_path / "memories")
+
+
+@pytest.mark.slow
+def test_an_ingest_beside_another_builder_stores_its_clip_and_defers_the_llm_tier(
+        tmp_path, cli_home, hub, monkeypatch):
+    """Another `edge ingest` (or `edge build`, a recorder) is building this memory's LLM
+    tier, holding its build lock: this ingest's clip is stored all the same (real-time
+    tier), it says so and that `edge build` builds the rest, and exits 0."""
+    monkeypatch.setattr(State, "hub", lambda self: hub)
+    mem = tmp_path / "day.db"
+    with build_lock(mem):  # as the other process holds it
+        r = CliRunner().invoke(main, ["--memory", str(mem), "ingest",
+                                      str(shared(FOOTAGE / SHORT))])
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output and "Error" not in r.output, r.output
+    assert " + ingested everyday_reading.mp4  1 clips" in r.stdout, r.output
+    assert "1 clips added" in r.stdout
+    deferred = [ln for ln in r.stdout.splitlines() if "`edge build`" in ln]
+    assert len(deferred) == 1 and "another process" in deferred[0], r.output
+    with Memory(mem, create=False) as m:
+        assert m.count_clips() == 1 and len(m.queued()) == 1  # stored, its LLM tier queued

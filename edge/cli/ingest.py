@@ -1,7 +1,8 @@
 """``edge ingest`` (footage) and ``edge ingest-captions`` (a caption file): both build memory
 the same way around the work itself — a progress bar, the model calls stored with the
 memory, Ctrl-C keeping every clip stored so far, no empty memory left by a run that stored
-nothing (:func:`ingest_run`)."""
+nothing (:func:`ingest_run`) — and build the LLM tier after, unless another process is
+building it (:func:`build_now`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from edge.cli.render.ingest import (
     INTERRUPTED,
     build_line,
     captions_line,
+    deferred_line,
     ingest_lines,
     is_failure_line,
 )
@@ -27,7 +29,8 @@ from edge.cli.render.ingest import (
 class IngestRun:
     """One ingest in progress: the open memory, the hub, the progress bar and, once the
     work is done, the memory's ``stats`` and the ``usage`` of this run's model calls;
-    ``removed``: it stored nothing into the memory it created, which is gone again."""
+    ``removed``: it stored nothing into the memory it created, which is gone again;
+    ``deferred``: another process holds the build lock, the LLM tier waits for it."""
 
     def __init__(self, memory, hub, unit: str, desc: str) -> None:
         self.memory = memory
@@ -39,6 +42,7 @@ class IngestRun:
         self.stats: dict = {}
         self.usage: dict = {}
         self.removed = False
+        self.deferred = False
 
     def on_total(self, total: float) -> None:
         """Start the progress bar once the total is known; none when there is nothing to
@@ -91,14 +95,23 @@ def build_now(run: IngestRun, state: State, command: str, *, links: bool,
     """After an ingest's real-time tier: build the LLM tier now (:func:`edge.cli.build.
     build_backlog`, model calls stored under ``command``); the line saying what it built.
     Ctrl-C (the second one, or the first once the clip in progress is stored) keeps every
-    clip; ``edge build`` resumes."""
+    clip; ``edge build`` resumes. When another process holds the memory's build lock (an
+    ``edge build``, another ingest, a recorder) the LLM tier is left queued for it or
+    ``edge build``: the line says so (``run.deferred``), and that is no error."""
     from edge.cli.build import build_backlog
+    from edge.errors import BuildBusyError
 
     with open_memory(state, create=False) as memory:
         if not memory.backlog()["clips"]:
             return ""
-        report = build_backlog(memory, run.hub, links=links, max_candidates=max_candidates,
-                               global_every=global_every, command=command)
+        try:
+            report = build_backlog(memory, run.hub, links=links,
+                                   max_candidates=max_candidates, global_every=global_every,
+                                   command=command)
+        except BuildBusyError:
+            run.deferred = True
+            run.stats = memory.stats()
+            return deferred_line(run.stats["backlog"])
         run.stats = memory.stats()
     if report.interrupted:
         click.echo(build_line(report, run.stats["backlog"]), err=True)
@@ -114,7 +127,8 @@ def later_line(stats: dict) -> str:
 def llm_tier(run: IngestRun, state: State, command: str, later: bool, *, links: bool,
              max_candidates: int, global_every: int) -> str:
     """After the real-time tier: the line about the LLM tier — what waits (``later``), or
-    what :func:`build_now` built; empty when the run created no memory (``run.removed``)."""
+    what :func:`build_now` built or left to another builder; empty when the run created
+    no memory (``run.removed``)."""
     if run.removed:
         return ""
     if later:
@@ -185,6 +199,8 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
     if as_json:
         render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
                           "memory_stats": stats})
+        if run.deferred:
+            click.echo(built, err=True)
     else:
         for line in [*ingest_lines(report, state.memory_path, stats),
                      *([built] if built else [])]:
@@ -228,6 +244,8 @@ def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | N
         render.echo_json({"source": result.__dict__, "seconds": seconds,
                           "realtime_seconds": realtime_seconds, "usage": run.usage,
                           "memory": str(state.memory_path), "memory_stats": run.stats})
+        if run.deferred:
+            click.echo(built, err=True)
         return
     click.echo(captions_line(result, file, seconds, state.memory_path, run.stats))
     if built:

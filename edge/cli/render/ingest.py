@@ -36,6 +36,15 @@ def build_line(report, backlog: dict) -> str:
     return head + line + "."
 
 
+def deferred_line(backlog: dict) -> str:
+    """After an ingest's real-time tier, when another process holds the memory's build
+    lock: the LLM tier is left to it or to ``edge build``; the clips stored are searchable
+    already."""
+    return (f"LLM tier deferred: another process (edge build, an ingest or edge record) is "
+            f"building this memory's LLM tier now; {backlog['clips']} clip(s) wait for it or "
+            "for `edge build` (the clips stored are searchable already).")
+
+
 def is_failure_line(line: str) -> bool:
     """Whether an :func:`ingest_lines` line reports a failure (a file marked ``!`` or the
     closing count of failed files): ``edge ingest`` prints those on stderr."""
