@@ -9,6 +9,7 @@
   :mod:`~edge.cli.build` (build: the deferred LLM tier), ask (ask, chat), search, stats,
   models (models, doctor), record (record, status), backup, bench, report;
 - :mod:`~edge.cli.doctor`: the health checks behind ``edge doctor`` and ``edge models list``;
+- :mod:`~edge.cli.newmemory`: a memory an ingest created and stored no clip in is removed;
 - :mod:`~edge.cli.render`: everything the commands print, a module per command group.
 - ``__main__``: ``python -m edge.cli``.
 """

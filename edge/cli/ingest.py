@@ -1,6 +1,8 @@
 """``edge ingest`` (footage) and ``edge ingest-captions`` (a caption file): both build memory
 the same way around the work itself — a progress bar, the model calls stored with the
-memory, Ctrl-C keeping every clip stored so far (:func:`ingest_run`)."""
+memory, Ctrl-C keeping every clip stored so far, no empty memory left by a run that stored
+nothing (:func:`ingest_run`) — and build the LLM tier after, unless another process is
+building it (:func:`build_now`)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from pathlib import Path
 import click
 
 from edge.cli import render
+from edge.cli.newmemory import NewMemory
 from edge.cli.options import State, json_option, memory_options, open_memory, pyramid_options
 from edge.cli.render.ingest import (
     INTERRUPTED,
     build_line,
     captions_line,
+    deferred_line,
     ingest_lines,
     is_failure_line,
 )
@@ -24,7 +28,9 @@ from edge.cli.render.ingest import (
 
 class IngestRun:
     """One ingest in progress: the open memory, the hub, the progress bar and, once the
-    work is done, the memory's ``stats`` and the ``usage`` of this run's model calls."""
+    work is done, the memory's ``stats`` and the ``usage`` of this run's model calls;
+    ``removed``: it stored nothing into the memory it created, which is gone again;
+    ``deferred``: another process holds the build lock, the LLM tier waits for it."""
 
     def __init__(self, memory, hub, unit: str, desc: str) -> None:
         self.memory = memory
@@ -35,6 +41,8 @@ class IngestRun:
         self.run_id: int | None = None  # the ``runs`` row the calls belong to, when known
         self.stats: dict = {}
         self.usage: dict = {}
+        self.removed = False
+        self.deferred = False
 
     def on_total(self, total: float) -> None:
         """Start the progress bar once the total is known; none when there is nothing to
@@ -55,21 +63,32 @@ class IngestRun:
 def ingest_run(state: State, command: str, unit: str, desc: str) -> Iterator[IngestRun]:
     """Open (or create) the memory and the hub for ``command``; on the way out close the
     bar and store the model calls under ``command``, whatever happened. Ctrl-C says how
-    to resume and exits 130."""
+    to resume and exits 130. A memory this run created and stored no clip in (a broken
+    file, a model that cannot run, Ctrl-C before the first clip) is removed again, with
+    its files and folders (:class:`~edge.cli.newmemory.NewMemory`; ``run.removed``)."""
     hub = state.hub()  # an unknown profile is said before a new memory is made
-    with open_memory(state, create=True) as memory:
-        run = IngestRun(memory, hub, unit, desc)
-        try:
-            yield run
-        except KeyboardInterrupt:
-            click.echo(INTERRUPTED, err=True)
-            raise SystemExit(130) from None
-        finally:
-            if run.bar is not None:
-                run.bar.close()
-            memory.record_calls(command, run.hub.usage.records[run.mark:], run_id=run.run_id)
-        run.stats = memory.stats()
-        run.usage = run.hub.usage.summary(run.mark)
+    fresh = NewMemory(state.memory_path)
+    try:
+        with open_memory(state, create=True) as memory:
+            try:
+                run = IngestRun(memory, hub, unit, desc)
+                try:
+                    yield run
+                except KeyboardInterrupt:
+                    click.echo(INTERRUPTED, err=True)
+                    raise SystemExit(130) from None
+                finally:
+                    if run.bar is not None:
+                        run.bar.close()
+                    memory.record_calls(command, run.hub.usage.records[run.mark:],
+                                        run_id=run.run_id)
+                run.stats = memory.stats()
+                run.usage = run.hub.usage.summary(run.mark)
+            finally:
+                fresh.note(memory)
+    finally:
+        removed = fresh.remove_if_empty()
+    run.removed = removed
 
 
 def build_now(run: IngestRun, state: State, command: str, *, links: bool,
@@ -77,14 +96,23 @@ def build_now(run: IngestRun, state: State, command: str, *, links: bool,
     """After an ingest's real-time tier: build the LLM tier now (:func:`edge.cli.build.
     build_backlog`, model calls stored under ``command``); the line saying what it built.
     Ctrl-C (the second one, or the first once the clip in progress is stored) keeps every
-    clip; ``edge build`` resumes."""
+    clip; ``edge build`` resumes. When another process holds the memory's build lock (an
+    ``edge build``, another ingest, a recorder) the LLM tier is left queued for it or
+    ``edge build``: the line says so (``run.deferred``), and that is no error."""
     from edge.cli.build import build_backlog
+    from edge.errors import BuildBusyError
 
     with open_memory(state, create=False) as memory:
         if not memory.backlog()["clips"]:
             return ""
-        report = build_backlog(memory, run.hub, links=links, max_candidates=max_candidates,
-                               global_every=global_every, command=command)
+        try:
+            report = build_backlog(memory, run.hub, links=links,
+                                   max_candidates=max_candidates, global_every=global_every,
+                                   command=command)
+        except BuildBusyError:
+            run.deferred = True
+            run.stats = memory.stats()
+            return deferred_line(run.stats["backlog"])
         run.stats = memory.stats()
     if report.interrupted:
         click.echo(build_line(report, run.stats["backlog"]), err=True)
@@ -95,6 +123,19 @@ def build_now(run: IngestRun, state: State, command: str, *, links: bool,
 def later_line(stats: dict) -> str:
     """After ``--later``: what waits for ``edge build`` (empty when nothing does)."""
     return render.backlog_line(stats["backlog"]) if stats["backlog"]["clips"] else ""
+
+
+def llm_tier(run: IngestRun, state: State, command: str, later: bool, *, links: bool,
+             max_candidates: int, global_every: int) -> str:
+    """After the real-time tier: the line about the LLM tier — what waits (``later``), or
+    what :func:`build_now` built or left to another builder; empty when the run created
+    no memory (``run.removed``)."""
+    if run.removed:
+        return ""
+    if later:
+        return later_line(run.stats)
+    return build_now(run, state, command, links=links, max_candidates=max_candidates,
+                     global_every=global_every)
 
 
 def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float) -> None:
@@ -156,14 +197,16 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
             deferred=Deferred(pyramid=pyramid))
         run.run_id = report.run_id
     failed = any(r.status == "failed" for r in report.results)
-    built = later_line(run.stats) if later else build_now(
-        run, state, "ingest", links=links, max_candidates=max_candidates,
-        global_every=global_every)
+    built = llm_tier(run, state, "ingest", later, links=links,
+                     max_candidates=max_candidates, global_every=global_every)
+    stats = None if run.removed else run.stats
     if as_json:
         render.echo_json({**report.as_dict(), "memory": str(state.memory_path),
-                          "memory_stats": run.stats})
+                          "memory_stats": stats})
+        if run.deferred:
+            click.echo(built, err=True)
     else:
-        for line in [*ingest_lines(report, state.memory_path, run.stats),
+        for line in [*ingest_lines(report, state.memory_path, stats),
                      *([built] if built else [])]:
             click.echo(line, err=is_failure_line(line))  # failures on stderr
     if failed:
@@ -198,14 +241,15 @@ def ingest_captions(state: State, file: Path, extract_keys: bool, limit: int | N
             run.memory, run.hub, file, records=records, extract=extract_keys, limit=limit,
             on_total=run.on_total, on_progress=run.advance, deferred=Deferred(pyramid=pyramid))
     realtime_seconds = round(time.perf_counter() - t0, 2)
-    built = later_line(run.stats) if later else build_now(
-        run, state, "ingest-captions", links=links,
-        max_candidates=max_candidates, global_every=global_every)
+    built = llm_tier(run, state, "ingest-captions", later, links=links,
+                     max_candidates=max_candidates, global_every=global_every)
     seconds = round(time.perf_counter() - t0, 2)
     if as_json:
         render.echo_json({"source": result.__dict__, "seconds": seconds,
                           "realtime_seconds": realtime_seconds, "usage": run.usage,
                           "memory": str(state.memory_path), "memory_stats": run.stats})
+        if run.deferred:
+            click.echo(built, err=True)
         return
     click.echo(captions_line(result, file, seconds, state.memory_path, run.stats))
     if built:

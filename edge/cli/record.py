@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 import click
@@ -79,10 +80,25 @@ def source_spec(camera: str | None, url: str | None, watch: Path | None, realtim
     return spec
 
 
+class LogFile(RotatingFileHandler):
+    """The recorder's log file (rotated at 5 MB). A write that fails (a full disk) is said
+    once on stderr, where the log goes on, instead of a traceback for every line."""
+
+    failed = False
+
+    def handleError(self, record) -> None:  # noqa: N802 (logging's name)
+        """Say the first failure in one line on stderr; ignore the rest."""
+        if not self.failed:
+            self.failed = True
+            why = sys.exc_info()[1]
+            sys.stderr.write(f"cannot write the log file {self.baseFilename}: {why}; the log "
+                             "goes on on stderr only\n")
+
+
 def record_logging(spool: Path) -> None:
-    """The recorder's log: to stderr and to ``<spool>/record.log`` (rotated at 5 MB)."""
+    """The recorder's log: to stderr and to ``<spool>/record.log`` (rotated at 5 MB;
+    :class:`LogFile`)."""
     import logging
-    from logging.handlers import RotatingFileHandler
 
     log = logging.getLogger("edge.record")
     log.setLevel(logging.INFO)
@@ -94,7 +110,7 @@ def record_logging(spool: Path) -> None:
     err.setFormatter(fmt)
     log.addHandler(err)
     spool.mkdir(parents=True, exist_ok=True)
-    fh = RotatingFileHandler(spool / "record.log", maxBytes=5_000_000, backupCount=3)
+    fh = LogFile(spool / "record.log", maxBytes=5_000_000, backupCount=3)
     fh.setFormatter(fmt)
     log.addHandler(fh)
 
@@ -119,7 +135,8 @@ def record_logging(spool: Path) -> None:
               help="Delete raw clips older than this once in memory, e.g. 7d or 12h. "
                    "Default: keep.")
 @click.option("--min-free", default="1GB", show_default=True, metavar="SIZE",
-              help="Refuse to start, and stop writing clips, below this much free disk.")
+              help="Refuse to start below this much free disk; while running, a file or "
+                   "folder pauses below it, a camera or stream stops writing clips.")
 @click.option("--max-pending", type=click.IntRange(min=1), default=120, show_default=True,
               help="Bound of the ingestion queue (finished clips not yet in memory).")
 @click.option("--clip-seconds", type=click.FloatRange(min=2), default=30.0, show_default=True,

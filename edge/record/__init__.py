@@ -19,7 +19,9 @@ A file source is known by its content hash and resumed at the keyframe where the
 clips end (a stopped run closes its last clip at the next keyframe for that). The ``.part``
 file that was being written is remuxed up to where it still decodes, or discarded when too
 little of it does, or when its file is cut again (all logged). A source whose audio stays
-silent for ``silent_after`` is warned about. Nothing here imports Textual.
+silent for ``silent_after`` is warned about. A disk that fills stops the recording with one
+line (:class:`RecordError`); the same command resumes once space is freed. Nothing here
+imports Textual.
 
 Modules, in reading order:
 
@@ -30,7 +32,10 @@ Modules, in reading order:
   threads see it (so they never import the recorder).
 - :mod:`edge.record.capture`: opening a source, and the capture thread (reconnects, a file
   resumed, the watched folder).
-- :mod:`edge.record.ledger`: progress per file (:class:`WatchLedger`), so a restart resumes.
+- :mod:`edge.record.ledger`: progress per file (:class:`WatchLedger`), so a restart resumes;
+  written ahead of the spool, so a restart never cuts a span twice.
+- :mod:`edge.record.disk`: a full disk recognised in any layer's error, and the one line the
+  recording stops with.
 - :mod:`edge.record.segmenter`: one opened source → 30 s clip files (:class:`Segmenter`).
 - :mod:`edge.record.audio`: each clip's audio level and the silence warning
   (:class:`SilenceWatch`).

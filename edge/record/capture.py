@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from edge.errors import CaptureError
+from edge.record.disk import disk_full_message, is_disk_full
 from edge.record.ledger import WatchLedger, file_key
 from edge.record.segmenter import Segmenter
 from edge.record.session import Session, SourceSpec
@@ -81,7 +82,8 @@ class Capture:
 
     def run(self) -> None:
         """The thread's body. Errors are logged and kept as the recorder's ``last_error``,
-        never raised; ``capture_done`` is set however it ends."""
+        never raised; a full disk stops the recording (:meth:`Session.halt`, one line);
+        ``capture_done`` is set however it ends."""
         rec = self.rec
         try:
             if rec.source.kind == "watch":
@@ -94,8 +96,12 @@ class Capture:
             rec.last_error = str(e)
             log.error("%s", e)
         except Exception as e:
-            rec.last_error = f"capture stopped: {e.__class__.__name__}: {e}"
-            log.exception("capture failed")
+            if not is_disk_full(e):
+                rec.last_error = f"capture stopped: {e.__class__.__name__}: {e}"
+                log.exception("capture failed")
+            else:  # the recording stops with one line (no traceback), the ledger intact
+                log.error("capture stopped: %s", e)
+                rec.halt(disk_full_message(rec.memory_path))
         finally:
             rec.capture_done.set()
             rec.worker.wake.set()
@@ -131,15 +137,35 @@ class Capture:
         self.rec.silence.check_clip(path, start, duration)
 
     def _segmenter(self) -> Segmenter:
-        """A new segmenter into the spool: it stops writing below the disk floor and waits
-        for room in the ingestion queue (a source that can wait)."""
+        """A new segmenter into the spool. Below the disk floor a file or watched folder
+        pauses until space is freed (:attr:`SourceSpec.can_pause`), a camera or stream stops
+        writing clips (drops footage) meanwhile; a source that is not live also waits for
+        room in the ingestion queue."""
         rec = self.rec
         self.segmenter = Segmenter(
             rec.spool, clip_seconds=rec.options.clip_seconds, reencode=rec.options.reencode,
-            on_clip=self._on_clip, stop=rec.stop,
-            can_write=lambda: rec.free_bytes() >= rec.options.min_free,
-            wait_for_room=rec.worker.wait_for_room)
+            on_clip=self._on_clip, stop=rec.stop, can_write=self._above_floor,
+            wait_for_room=rec.worker.wait_for_room,
+            wait_for_disk=self._wait_for_disk if rec.source.can_pause else None)
         return self.segmenter
+
+    def _above_floor(self) -> bool:
+        """Whether free disk is at least ``--min-free``."""
+        return self.rec.free_bytes() >= self.rec.options.min_free
+
+    def _wait_for_disk(self) -> None:
+        """Free disk is below the floor: pause the source (state ``paused``, its clip kept
+        open) until space is freed — the storage policy deletes raw clips already in memory
+        meanwhile — or the recorder stops. Logged when it pauses and when it goes on."""
+        rec = self.rec
+        log.warning("free disk is below the floor --min-free: pausing %s until space is "
+                    "freed (nothing is dropped)", rec.source.describe())
+        rec.state = "paused"
+        while not rec.stop.is_set() and not self._above_floor():
+            rec.stop.wait(rec.options.poll)
+        if not rec.stop.is_set():
+            rec.state = "recording"
+            log.info("free disk is above the floor again: recording goes on")
 
     def _back_off(self, error: CaptureError, retry: str, backoff: float) -> float:
         """Log a dropped source, wait ``backoff`` seconds (or until stopped); returns the
@@ -267,8 +293,9 @@ class Capture:
         before the file's end. Raises :class:`CaptureError` and ``av`` errors."""
         seg = self._segmenter()
 
-        def progress(seconds: float) -> None:
+        def progress(seconds: float) -> None:  # a clip is done, before it is published
             entry["done_until"] = seconds
+            entry["part"] = None
             ledger.save(key, entry)
 
         def opened(part: Path) -> None:
@@ -309,6 +336,8 @@ class Capture:
             if self._cut_resumable(av.open(str(f)), key, {**entry, "origin": origin}, ledger):
                 return True
         except (CaptureError, av.error.FFmpegError) as e:
+            if is_disk_full(e):
+                raise  # our disk, not the file: it is not complete; the recording stops
             rec.last_error = f"{f.name}: {e}"
             log.error("watched file %s stopped: %s", f.name, e)
         if rec.stop.is_set():

@@ -5,6 +5,13 @@ Two kinds of entries: a watched file (``--watch``) under its resolved path, and 
 (``--url FILE``) under ``sha256:<hex>`` of its bytes (:func:`file_key`, the identity ``edge
 ingest`` knows a source by), so the same file recorded again under another name is still
 recognised.
+
+The ledger is written ahead of the spool (:class:`~edge.record.segmenter.Segmenter`): a
+``.part`` clip is created only after the ledger names it (so a restart discards it and cuts
+that footage again, instead of repairing it into a second copy), and a clip is published
+only after the ledger says its footage is done (so a restart never cuts it again). Each save
+is fsynced, so a power cut cannot undo it either. A save that fails (a full disk) raises
+before the spool changes.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ class WatchLedger:
     """Progress per file, in ``<spool>/watched.json``: for each file (a watched file's
     resolved path, or a file source's :func:`file_key`) ``done_until`` (source seconds
     already cut into clips), ``origin`` (Unix seconds the file's start is placed at), ``part``
-    (the ``.part`` clip last opened from it), ``complete``; a watched file also has ``sig``
+    (the ``.part`` clip being cut from it, named before it is created; ``None`` once its
+    footage is done), ``complete``; a watched file also has ``sig``
     (size in bytes, mtime in ns) and, when it could not be read, ``error``; a file source
     has ``path`` (where it was first recorded from)."""
 
@@ -38,11 +46,19 @@ class WatchLedger:
                                          if self.path.exists() else {})
 
     def save(self, key: str, entry: dict) -> None:
-        """Set the entry of one file and rewrite the ledger atomically."""
+        """Set the entry of one file and rewrite the ledger atomically and durably
+        (temporary file, fsync, rename, fsync of the folder). Raises :class:`OSError`
+        (``ENOSPC`` on a full disk): the ledger on disk is then the previous one."""
+        from edge.record.spool import fsync_path
+
         self.entries[key] = entry
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.entries, indent=1))
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(self.entries, indent=1))
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.path)
+        fsync_path(self.path.parent, directory=True)
 
     def unfinished_parts(self) -> dict[str, str]:
         """``.part`` name → ledger key, for the files that were being cut when the recorder

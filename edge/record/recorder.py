@@ -22,6 +22,7 @@ from pathlib import Path
 from edge.errors import CaptureError, RecordError
 from edge.record.audio import SilenceWatch
 from edge.record.capture import Capture
+from edge.record.disk import disk_full_message, is_disk_full
 from edge.record.ledger import FILE_KEY_PREFIX, WatchLedger
 from edge.record.session import RecordOptions, SourceSpec
 from edge.record.spool import finished_clips, partial_clips, plan_retention, repair, spool_dir
@@ -36,8 +37,8 @@ class Recorder:
 
     ``hub_factory()`` returns the model hub (called in the worker thread, so capture starts
     before the models have loaded). :meth:`run` returns the exit code (0 clean, 1 failed).
-    ``state`` is one of starting, recording, backpressure, ingesting, stopping, stopped,
-    failed (see :meth:`status`).
+    ``state`` is one of starting, recording, backpressure, paused (free disk below the
+    floor), ingesting, stopping, stopped, failed (see :meth:`status`).
     """
 
     def __init__(self, memory_path: Path, source: SourceSpec, options: RecordOptions,
@@ -53,6 +54,8 @@ class Recorder:
         self.started_at = time.time()
         self.state = "starting"
         self.last_error: str | None = None
+        self.fatal: str | None = None       # why the recording stopped early (halt)
+        self._status_error: str | None = None  # the last error writing the status file
         self.last_deletion: str | None = None
         self.deleted = 0                     # raw clips deleted by the storage policy
         self.silence = SilenceWatch(options.silent_after)  # the source's audio level
@@ -60,6 +63,17 @@ class Recorder:
         self.capture = Capture(self)         # the clips recorded, the current clip
         self._lockfile = None
         self._signalled = False
+
+    def halt(self, reason: str) -> None:
+        """Stop the recording for an error the user must fix (a full disk): capture closes
+        or leaves its clip, the worker stops, and :meth:`run` raises :class:`RecordError`
+        with ``reason`` (the first one given), one line."""
+        if self.fatal is None:
+            self.fatal = reason
+            self.last_error = reason
+        self.state = "stopping"
+        self.stop.set()
+        self.worker.wake.set()
 
     def free_bytes(self) -> int:
         """Free disk space, in bytes, on the spool's file system. Raises :class:`OSError`
@@ -169,20 +183,24 @@ class Recorder:
 
     def status(self) -> dict:
         """The recorder's state as written to the status file: ``state`` (starting,
-        recording, backpressure, ingesting, stopping, stopped, failed), ``queue`` (clips
-        waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in memory),
-        ``disk`` (raw clip bytes, budget, free bytes, floor), ``audio`` (the source's level
+        recording, backpressure, paused, ingesting, stopping, stopped, failed), ``queue``
+        (clips waiting for ingestion) and its bound, ``lag_seconds`` (source time not yet in
+        memory), ``disk`` (raw clip bytes, budget, free bytes, floor), ``audio`` (the source's level
         and the silence warning, :meth:`edge.record.audio.SilenceWatch.status`),
         ``last_error``."""
         return snapshot(self)
 
     def write_status(self) -> None:
-        """Write :meth:`status` atomically to ``<memory>.record.json`` (errors are logged,
-        not raised)."""
+        """Write :meth:`status` atomically to ``<memory>.record.json`` (errors are logged
+        once, not raised)."""
         try:
             write_status(self.status_file, self.status())
         except OSError as e:
-            log.error("cannot write the status file %s: %s", self.status_file, e)
+            if str(e) != self._status_error:  # once, not every second (a full disk)
+                log.error("cannot write the status file %s: %s", self.status_file, e)
+            self._status_error = str(e)
+        else:
+            self._status_error = None
 
     def mark_stopped(self) -> None:
         """Set the state to ``stopped`` and write the status file now.
@@ -200,12 +218,20 @@ class Recorder:
         """Record until the source ends (a file) or SIGTERM/SIGINT; returns the exit code
         (0 clean, 1 when capture never produced a clip or ingestion broke down).
 
-        Raises :class:`RecordError` from :meth:`preflight`; a second SIGINT while stopping
-        raises :class:`KeyboardInterrupt`.
+        Raises :class:`RecordError` from :meth:`preflight`, and with the reason of
+        :meth:`halt` (a full disk: what is stored stays, the same command resumes) once both
+        threads have stopped; a second SIGINT while stopping raises
+        :class:`KeyboardInterrupt`.
         """
         self.preflight()
         self.write_status()
-        self.recover()
+        try:
+            self.recover()
+        except Exception as e:
+            if not is_disk_full(e):
+                raise
+            self._lockfile.close()
+            raise RecordError(disk_full_message(self.memory_path)) from None
         handlers = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -225,14 +251,16 @@ class Recorder:
             for sig, h in handlers.items():
                 signal.signal(sig, h)
             self._lockfile.close()  # releases the lock: the memory may be recorded into again
-        failed = self.worker.crashed or (self.last_error is not None
-                                         and self.capture.recorded == 0
-                                         and self.capture_done.is_set())
+        failed = self.fatal is not None or self.worker.crashed or (
+            self.last_error is not None and self.capture.recorded == 0
+            and self.capture_done.is_set())
         self.state = "failed" if failed else "stopped"
         self.write_status()
         log.info("stopped: %d clip(s) recorded, %d in memory, %d pending",
                  self.capture.recorded, len(self.worker.ingested),
                  len(self.worker.pending()))
+        if self.fatal is not None:
+            raise RecordError(self.fatal)
         return 1 if failed else 0
 
     def _supervise(self, worker: threading.Thread) -> None:

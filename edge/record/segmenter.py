@@ -22,7 +22,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from edge.errors import CaptureError
-from edge.record.spool import PART_SUFFIX, clip_name, iso_utc, publish
+from edge.record.disk import is_disk_full
+from edge.record.spool import PART_SUFFIX, clip_name, fsync_path, iso_utc, publish
 
 log = logging.getLogger("edge.record")
 
@@ -35,19 +36,26 @@ def _ptime(pkt) -> float | None:
     return None if t is None else float(t * pkt.time_base)
 
 
-class _ClipWriter:
-    """One clip being written as ``<name>.mkv.part``; :meth:`finish` publishes it."""
+def part_path(spool: Path, start: float) -> Path:
+    """The ``.part`` file for a new clip starting at Unix time ``start``: its name, with
+    ``-1``, ``-2``… added when a clip of that name is already in the spool."""
+    name = clip_name(start)
+    n = 1
+    while (spool / name).exists() or (spool / (name + PART_SUFFIX)).exists():
+        name = clip_name(start).replace(".mkv", f"-{n}.mkv")
+        n += 1
+    return spool / (name + PART_SUFFIX)
 
-    def __init__(self, spool: Path, start: float, offset: float, video, audio,
+
+class _ClipWriter:
+    """One clip being written as ``<name>.mkv.part``; :meth:`close` ends it (still a
+    ``.part``), :func:`~edge.record.spool.publish` then gives it its final name."""
+
+    def __init__(self, part: Path, start: float, offset: float, video, audio,
                  encoder: str | None, base: float = 0.0) -> None:
         import av
 
-        name = clip_name(start)
-        n = 1
-        while (spool / name).exists() or (spool / (name + PART_SUFFIX)).exists():
-            name = clip_name(start).replace(".mkv", f"-{n}.mkv")
-            n += 1
-        self.part = spool / (name + PART_SUFFIX)
+        self.part = part            # the file being written (:func:`part_path`)
         self.start = start          # Unix seconds of the clip's first frame
         self.offset = offset        # seconds after the source's first packet that map to 0
         self.base = base            # the source's first packet time (its timestamps' zero)
@@ -99,13 +107,22 @@ class _ClipWriter:
         for p in self.encoder.encode(frame):
             self.out.mux(p)
 
-    def finish(self) -> Path:
-        """Flush the encoder, close (the Matroska trailer: duration, cues), publish."""
+    def close(self) -> None:
+        """Flush the encoder, close (the Matroska trailer: duration, cues) and fsync the
+        ``.part`` file. Raises ``av`` errors and :class:`OSError` (a full disk)."""
         if self.encoder is not None:
             for p in self.encoder.encode(None):
                 self.out.mux(p)
         self.out.close()
-        return publish(self.part)
+        fsync_path(self.part)
+
+    def abandon(self) -> None:
+        """Close the file after a write failed, ignoring further errors; the ``.part`` stays
+        for the next start to repair or discard (:meth:`edge.record.Recorder.recover`)."""
+        try:
+            self.out.close()
+        except Exception:  # noqa: BLE001 (the write already failed; that error is raised)
+            pass
 
 
 def fits_matroska(stream) -> bool:
@@ -134,15 +151,19 @@ class Segmenter:
     """Cuts one opened source into clip files in ``spool``.
 
     ``on_clip(path, start, duration)`` is called for each finished clip. ``stop`` ends the
-    run after closing the current clip. ``can_write()`` false (disk below the floor) closes
-    the current clip and drops footage until it is true again. ``wait_for_room()`` is called
-    before each new clip of a non-live source and may block (back-pressure).
+    run after closing the current clip. ``can_write()`` false (disk below the floor): a
+    source that can wait is paused by ``wait_for_disk()``, which blocks until there is room
+    again or ``stop`` (the clip stays open, nothing is dropped); without it (a live source)
+    the current clip is closed and footage dropped until ``can_write()`` is true again.
+    ``wait_for_room()`` is called before each new clip of a non-live source and may block
+    (back-pressure).
     """
 
     def __init__(self, spool: Path, *, clip_seconds: float = 30.0, reencode: bool = False,
                  on_clip: Callable[[Path, float, float], None], stop: threading.Event,
                  can_write: Callable[[], bool] = lambda: True,
-                 wait_for_room: Callable[[], None] | None = None) -> None:
+                 wait_for_room: Callable[[], None] | None = None,
+                 wait_for_disk: Callable[[], None] | None = None) -> None:
         self.spool = spool
         self.clip_seconds = clip_seconds
         self.reencode = reencode
@@ -150,7 +171,9 @@ class Segmenter:
         self.stop = stop
         self.can_write = can_write
         self.wait_for_room = wait_for_room
-        self.on_open: Callable[[Path], None] | None = None  # a new .part was created
+        self.wait_for_disk = wait_for_disk
+        self.on_open: Callable[[Path], None] | None = None  # a .part is about to be created
+        self._on_progress: Callable[[float], None] | None = None  # run()'s on_progress
         self.writer: _ClipWriter | None = None
         self.head: float | None = None  # Unix time of the newest footage written
         self.clips = 0
@@ -162,13 +185,32 @@ class Segmenter:
         w = self.writer
         return w.part if w is not None else None
 
-    def _close(self) -> None:
+    def _close(self, upto: float | None = None) -> None:
+        """Close the clip being written and publish it. ``upto`` (the source seconds its
+        footage reaches) goes to ``on_progress`` after the file is closed and fsynced and
+        before it is published: a clip appears only once the ledger says its footage is
+        done, so a restart never cuts it again (:mod:`edge.record.ledger`). Raises what
+        closing or ``on_progress`` raises (a full disk); the ``.part`` then stays."""
         w, self.writer = self.writer, None
         if w is None:
             return
-        path = w.finish()
+        try:
+            w.close()
+        except Exception:
+            w.abandon()
+            raise
+        if self._on_progress is not None and upto is not None:
+            self._on_progress(upto)
+        path = publish(w.part)
         self.clips += 1
         self.on_clip(path, w.start, max(0.0, w.last - w.offset))
+
+    def _abandon(self) -> None:
+        """Drop the clip being written after a write failed: its ``.part`` stays, named in
+        the ledger, for the next start (discarded and cut again, or repaired)."""
+        w, self.writer = self.writer, None
+        if w is not None:
+            w.abandon()
 
     def run(self, container, origin: float, *, pace: float | None = None,
             skip_until: float = 0.0, on_progress: Callable[[float], None] | None = None,
@@ -179,11 +221,13 @@ class Segmenter:
         of real time (a file as a live source); skipped footage is not paced.
         ``skip_until``: source seconds already cut into clips by an earlier run (a file
         resumed after a restart). ``on_progress(seconds)`` after each clip with the source
-        seconds cut so far. ``resumable`` (a file another run resumes from ``on_progress``'s
-        seconds): on ``stop`` a stream-copied clip is closed at the next video keyframe, not
-        at once, so the next run's first clip starts exactly where it ends. Raises
-        :class:`CaptureError` when the source has no video or audio, or when reading it fails
-        (the clip being written is closed and published first).
+        seconds cut so far, before the clip is published. ``resumable`` (a file another run
+        resumes from ``on_progress``'s seconds): on ``stop`` a stream-copied clip is closed at
+        the next video keyframe, not at once, so the next run's first clip starts exactly
+        where it ends. Raises :class:`CaptureError` when the source has no video or audio, or
+        when reading it fails (the clip being written is closed and published first); a write
+        that fails for a full disk is raised as it is (``av`` errors, :class:`OSError`), the
+        clip being written left as a ``.part``.
         """
         import av
 
@@ -191,6 +235,7 @@ class Segmenter:
         wall0 = None
         rel = 0.0
         self._paused = False
+        self._on_progress = on_progress
         stopping = False
         try:
             for pkt in container.demux(src.streams):
@@ -216,16 +261,27 @@ class Segmenter:
                     break  # the next run's first clip starts at this keyframe
                 if not self._room_on_disk():
                     continue
-                if not self._write(src, pkt, rel, on_progress):
+                if not self._write(src, pkt, rel):
                     break
         except av.error.FFmpegError as e:
-            self._close()
-            raise CaptureError(f"reading the source failed after {rel:.1f} s: "
-                               f"{getattr(e, 'strerror', None) or e}") from None
-        self._close()
-        if on_progress:
+            raise self._failed(e, rel) from None
+        if self.writer is not None:
+            self._close(rel)
+        elif on_progress:
             on_progress(rel)
         return rel
+
+    def _failed(self, error: Exception, rel: float) -> Exception:
+        """The error to raise for an FFmpeg error after ``rel`` source seconds: our own
+        write on a full disk as it is (the clip being written stays a ``.part``, nothing is
+        published), else a :class:`CaptureError` for the source (the clip being written is
+        closed and published first)."""
+        if is_disk_full(error):
+            self._abandon()
+            return error
+        self._close(rel)
+        return CaptureError(f"reading the source failed after {rel:.1f} s: "
+                            f"{getattr(error, 'strerror', None) or error}")
 
     def _can_finish_at_keyframe(self, src: _Source) -> bool:
         """Whether a stopped run can close its clip at the next video keyframe: a clip is
@@ -251,9 +307,13 @@ class Segmenter:
         return _Source(video, audio, encoder, origin)
 
     def _room_on_disk(self) -> bool:
-        """False while free disk is below the floor: the current clip is closed and footage
-        is dropped (logged once per shortage)."""
+        """Whether the packet in hand may be written. Below the disk floor a source that can
+        wait pauses here (``wait_for_disk``) and then writes it; a live source's current clip
+        is closed and its footage dropped (False; logged once per shortage)."""
         if not self.can_write():
+            if self.wait_for_disk is not None:
+                self.wait_for_disk()
+                return True
             if not self._paused:
                 log.error("free disk is below the floor: closing the current clip and "
                           "dropping footage until space is freed")
@@ -263,8 +323,7 @@ class Segmenter:
         self._paused = False
         return True
 
-    def _write(self, src: _Source, pkt, rel: float,
-               on_progress: Callable[[float], None] | None) -> bool:
+    def _write(self, src: _Source, pkt, rel: float) -> bool:
         """Write one packet at ``rel`` source seconds, starting a new clip at a keyframe
         once the current one is long enough. False when ``stop`` was set while waiting for
         room in the queue."""
@@ -282,7 +341,7 @@ class Segmenter:
                 at = float(pkt.pts * pkt.time_base) - src.t0  # presentation time
         w = self.writer
         if cut_ok and (w is None or at - w.offset >= self.clip_seconds):
-            if not self._next_clip(src, at, rel, on_progress):
+            if not self._next_clip(src, at, rel):
                 return False
         w = self.writer
         if w is None:
@@ -296,23 +355,21 @@ class Segmenter:
         self.head = src.origin + rel
         return True
 
-    def _next_clip(self, src: _Source, at: float, rel: float,
-                   on_progress: Callable[[float], None] | None) -> bool:
+    def _next_clip(self, src: _Source, at: float, rel: float) -> bool:
         """Publish the current clip and open the next one, whose first frame is at ``at``
         source seconds. False when ``stop`` was set while waiting for room."""
-        had_clip = self.writer is not None
-        self._close()
-        if on_progress and had_clip:
-            on_progress(rel)
+        self._close(rel)
         if self.wait_for_room is not None:
             self.wait_for_room()
             if self.stop.is_set():
                 return False
-        # the clip's first frame is presented at 0 (its dts may be negative)
-        self.writer = _ClipWriter(self.spool, round(src.origin + at, 3), at, src.video,
-                                  src.audio, src.encoder, base=src.t0)
+        start = round(src.origin + at, 3)
+        part = part_path(self.spool, start)
         if self.on_open is not None:
-            self.on_open(self.writer.part)
+            self.on_open(part)  # the ledger names the file before it exists
+        # the clip's first frame is presented at 0 (its dts may be negative)
+        self.writer = _ClipWriter(part, start, at, src.video, src.audio, src.encoder,
+                                  base=src.t0)
         return True
 
 

@@ -34,6 +34,13 @@ class SourceSpec:
         """A live source cannot be paused: back-pressure never blocks its capture."""
         return self.kind in ("camera", "stream") or (self.kind == "file" and self.realtime)
 
+    @property
+    def can_pause(self) -> bool:
+        """A source whose footage waits while capture pauses — a file (replayed in real time
+        too) or a watched folder's files: below the disk floor it pauses instead of
+        dropping footage."""
+        return self.kind in ("file", "watch")
+
     def describe(self) -> str:
         """The source in words, for the log and the status file (``file x.mp4 (replayed in
         real time ×6)``)."""
@@ -50,7 +57,8 @@ class RecordOptions:
 
     ``clip_seconds``: the length of a clip (cut at the next keyframe after it).
     ``raw_budget``/``keep_raw``: the storage policy for raw clips (memory is always kept).
-    ``min_free``: refuse to start, and stop writing clips, below this much free disk.
+    ``min_free``: refuse to start below this much free disk; while running, a file or
+    folder pauses below it, a camera or stream stops writing clips.
     ``max_pending``: the bound of the ingestion queue (finished clips not yet in memory).
     ``reencode``: encode the video instead of stream copying it.
     ``settle``: seconds a watched file must stay unchanged before it is read.
@@ -100,7 +108,8 @@ class Session(Protocol):
     """One recording session as its threads share it (:class:`~edge.record.Recorder` is
     the one implementation): the memory and spool, the source and options, the events that
     stop it, its ``state``, ``last_error`` and storage-policy counters, the audio watch,
-    and the worker and capture threads."""
+    and the worker and capture threads; ``halt(reason)`` stops it for an error the user
+    must fix (a full disk), said in one line when it ends."""
 
     memory_path: Path
     source: SourceSpec
@@ -119,3 +128,5 @@ class Session(Protocol):
     capture: CaptureView
 
     def free_bytes(self) -> int: ...
+
+    def halt(self, reason: str) -> None: ...

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from edge.record.disk import is_disk_full
+
 log = logging.getLogger("edge.record")
 
 CLIP_PREFIX = "clip-"
@@ -126,41 +128,19 @@ def repair(part: Path) -> Path | None:
     Reads packets until the first error (the cut), keeps them from the first video keyframe,
     and writes them to a new Matroska file with the same start time. Returns the finished
     clip, or ``None`` after deleting the ``.part`` when less than
-    :data:`MIN_REPAIR_SECONDS` of footage decodes. Logs what it did either way.
+    :data:`MIN_REPAIR_SECONDS` of footage decodes. Logs what it did either way. Raises the
+    write error when the disk is full (:func:`edge.record.disk.is_disk_full`): the ``.part``
+    is kept for a later start.
     """
     import av
 
-    start = clip_start(part)
     fixed = part.with_name(part.name + ".fix")  # still a partial name until published
-    kept = 0.0
     try:
-        with av.open(str(part)) as src:
-            streams = [s for s in (*src.streams.video[:1], *src.streams.audio[:1])]
-            if not streams:
-                raise av.error.InvalidDataError(0, "no stream")
-            video = src.streams.video[0] if src.streams.video else None
-            with av.open(str(fixed), "w", format="matroska") as out:
-                if start is not None:
-                    out.metadata["creation_time"] = iso_utc(start)
-                mapping = {s.index: out.add_stream_from_template(s) for s in streams}
-                started = video is None
-                try:
-                    for pkt in src.demux(streams):
-                        if pkt.dts is None and pkt.pts is None:
-                            continue
-                        if not started:
-                            if pkt.stream is video and pkt.is_keyframe:
-                                started = True
-                            else:
-                                continue
-                        t = pkt.pts if pkt.pts is not None else pkt.dts
-                        kept = max(kept, float(t * pkt.time_base))
-                        pkt.stream = mapping[pkt.stream.index]
-                        out.mux(pkt)
-                except (av.error.FFmpegError, ValueError) as e:
-                    log.info("%s: reading stopped at %.1f s (%s)", part.name, kept,
-                             e.__class__.__name__)
+        kept = _remux(part, fixed, clip_start(part))
     except (av.error.FFmpegError, ValueError, OSError) as e:
+        if is_disk_full(e):  # no room for the repaired copy: keep the .part for later
+            fixed.unlink(missing_ok=True)
+            raise
         log.info("%s: not readable (%s: %s)", part.name, e.__class__.__name__, e)
         kept = 0.0
     if kept < MIN_REPAIR_SECONDS:
@@ -177,6 +157,45 @@ def repair(part: Path) -> Path | None:
     log.warning("repaired half-written clip %s: kept the %.1f s that decode (the recorder was "
                 "stopped while writing it)", final.name, kept)
     return final
+
+
+def _remux(part: Path, fixed: Path, start: float | None) -> float:
+    """Copy the packets of ``part`` that still read, from its first video keyframe, into the
+    new Matroska file ``fixed`` with the start time ``start``; returns the seconds kept.
+    Raises ``av`` errors and :class:`ValueError` for a file that cannot be read at all, and
+    the write error of a full disk."""
+    import av
+
+    kept = 0.0
+    with av.open(str(part)) as src:
+        streams = [s for s in (*src.streams.video[:1], *src.streams.audio[:1])]
+        if not streams:
+            raise av.error.InvalidDataError(0, "no stream")
+        video = src.streams.video[0] if src.streams.video else None
+        with av.open(str(fixed), "w", format="matroska") as out:
+            if start is not None:
+                out.metadata["creation_time"] = iso_utc(start)
+            mapping = {s.index: out.add_stream_from_template(s) for s in streams}
+            started = video is None
+            try:
+                for pkt in src.demux(streams):
+                    if pkt.dts is None and pkt.pts is None:
+                        continue
+                    if not started:
+                        if pkt.stream is video and pkt.is_keyframe:
+                            started = True
+                        else:
+                            continue
+                    t = pkt.pts if pkt.pts is not None else pkt.dts
+                    kept = max(kept, float(t * pkt.time_base))
+                    pkt.stream = mapping[pkt.stream.index]
+                    out.mux(pkt)
+            except (av.error.FFmpegError, ValueError) as e:
+                if is_disk_full(e):
+                    raise
+                log.info("%s: reading stopped at %.1f s (%s)", part.name, kept,
+                         e.__class__.__name__)
+    return kept
 
 
 @dataclass(frozen=True)

@@ -127,16 +127,42 @@ class IngestWorker:
                 if not self._ingest_next(memory, hub, queue[0]):
                     return
         except Exception as e:  # the memory is unusable: stop recording rather than pile up
-            rec.last_error = f"ingestion stopped: {e.__class__.__name__}: {e}"
-            self.crashed = True
-            log.exception("ingestion worker failed; stopping the recording (finished clips "
-                          "stay in the spool and are ingested on the next start)")
-            rec.stop.set()
+            self._stop_for(e)
         finally:
             if memory is not None:
                 if not self.crashed:
                     self._finalize(memory, hub)
-                memory.close()
+                self._close(memory)
+
+    def _stop_for(self, error: Exception) -> None:
+        """Ingestion cannot go on: stop the recording (finished clips stay in the spool and
+        are ingested on the next start). An error the user must fix (a full disk, a memory
+        that cannot be written) is one line (:func:`edge.record.disk.stop_reason`); anything
+        else is a bug, logged with its traceback."""
+        from edge.record.disk import stop_reason
+
+        rec = self.rec
+        self.crashed = True
+        reason = stop_reason(error, rec.memory_path)
+        if reason is None:
+            rec.last_error = f"ingestion stopped: {error.__class__.__name__}: {error}"
+            log.exception("ingestion worker failed; stopping the recording (finished clips "
+                          "stay in the spool and are ingested on the next start)")
+            rec.stop.set()
+            return
+        log.error("ingestion stopped: %s", error)
+        rec.halt(reason)
+
+    @staticmethod
+    def _close(memory) -> None:
+        """Close the memory; a close that fails (its checkpoint on a full disk) is logged:
+        SQLite keeps the WAL, and nothing committed is lost."""
+        import apsw
+
+        try:
+            memory.close()
+        except apsw.Error as e:
+            log.warning("closing the memory: %s (its WAL is kept; nothing is lost)", e)
 
     def _build_next(self, memory, hub) -> bool:
         """Build the first clip of the memory's LLM queue (:class:`edge.build.run.Builder`);

@@ -36,16 +36,26 @@ def build_line(report, backlog: dict) -> str:
     return head + line + "."
 
 
+def deferred_line(backlog: dict) -> str:
+    """After an ingest's real-time tier, when another process holds the memory's build
+    lock: the LLM tier is left to it or to ``edge build``; the clips stored are searchable
+    already."""
+    return (f"LLM tier deferred: another process (edge build, an ingest or edge record) is "
+            f"building this memory's LLM tier now; {backlog['clips']} clip(s) wait for it or "
+            "for `edge build` (the clips stored are searchable already).")
+
+
 def is_failure_line(line: str) -> bool:
     """Whether an :func:`ingest_lines` line reports a failure (a file marked ``!`` or the
     closing count of failed files): ``edge ingest`` prints those on stderr."""
     return line.startswith(" ! ") or line.endswith("see the lines marked '!'.")
 
 
-def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
+def ingest_lines(report, memory_path: Path, stats: dict | None) -> list[str]:
     """``edge ingest``: a line per file (and one with its start on the timeline and where
     that came from), the cost per stage, then the totals (:func:`is_failure_line` tells the
-    lines about failed files)."""
+    lines about failed files). ``stats`` ``None``: the run stored nothing and created no
+    memory."""
     from edge.timeline import start_note
 
     lines = []
@@ -67,9 +77,11 @@ def ingest_lines(report, memory_path: Path, stats: dict) -> list[str]:
             lines.append(f"  {name:10} {st['seconds']:8.1f} {st['rtf']:6.3f} {st['calls']:6} "
                          f"{st['tokens_in']:>7}/{st['tokens_out']}")
     u = report.usage["llm"]
+    memory = (f"No memory was created at {memory_path}: nothing was stored." if stats is None
+              else f"Memory: {memory_path} ({stats['clips']} clips, {stats['hours']:.2f} h).")
     lines.append(f"{report.clips_added} clips added in {report.seconds:.1f} s; "
                  f"{u['calls']} LLM calls, {u['tokens_in']} tokens in / {u['tokens_out']} out. "
-                 f"Memory: {memory_path} ({stats['clips']} clips, {stats['hours']:.2f} h).")
+                 f"{memory}")
     failed = [r for r in report.results if r.status == "failed"]
     if failed:
         lines.append(f"{len(failed)} file(s) could not be ingested; see the lines marked '!'.")
