@@ -34,6 +34,8 @@ def test_the_event_a_question_names_as_its_time(question, relation, event):
 @pytest.mark.parametrize("question", [
     "Did I wash the cups before or after Shure played the guitar?",  # an order question
     "What did we plan to eat for dinner?",  # a plan may be made at any time
+    "Instead of a barbecue, what did we settle on for the event dinner?",
+    "Who did I hand my phone to so they could pick dishes for lunch?",  # before lunch
     "What did I do before the day ended?",
     "Where did I leave the power bank?",
 ])

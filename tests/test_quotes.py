@@ -103,3 +103,26 @@ def test_own_terms_leave_out_the_questions_words():
     assert own_terms("Alice used the screwdriver first.", "Who used the screwdriver first?") \
         == ["alic"]
     assert own_terms("It said \"OPEN 9-5\".", "What did the sign say?")[0] == "open 9 5"
+
+
+@pytest.mark.parametrize("question, answer, missing", [
+    ("How much were the konjac noodles that Tasha put in the cart?", "Konjac noodles",
+     "the number"),
+    ("How much were the konjac noodles that Tasha put in the cart?", "3.9 yuan", ""),
+    ("When we joked about what one SGD could buy, how much did I say the bus costs?",
+     "One SGD can take the bus, maybe.", "the number"),  # the question's own number
+    ("Where did Katrina say her strawberry planting kit came from?",
+     "strawberry planting kit", "the answer itself"),
+    ("What did Katrina say she often drinks?", "drinks", "the answer itself"),
+    ("Who said she didn't want a burger?", "Tasha", ""),
+    ("Who was the first to pipe the cream?", "I", ""),
+    ("Who said it?", "the person in the kitchen", "who it was"),
+    ("Did I buy milk?", "Yes", ""),
+    ("What did I eat?", "not stated", ""),
+])
+def test_an_answer_that_misses_what_its_question_asks_for(question, answer, missing):
+    """Issue 42 item 3, from the day questions asked open: "how much …?" answered with
+    the thing's name, "where …?" with the question's words back."""
+    from edge.answer.kinds import missing_kind
+
+    assert missing_kind(question, answer) == missing

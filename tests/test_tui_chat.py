@@ -151,3 +151,28 @@ def test_the_hint_the_footer_keys_and_the_help_s_way_out_fit_80_columns(memory_f
             assert app.screen.has_class("-wide") and hint <= box.content_region.width
 
     asyncio.run(go())
+
+
+def test_the_chat_says_the_verdict_the_cli_says():
+    """Issue 42 item 4: one verdict everywhere — a not-found guess and a not-yet answer
+    read the same in the chat's bubble as on `edge ask`'s answer line."""
+    from edge.answer.records import VERDICT_SAID
+    from edge.cli.render.ask import answer_lines
+    from tui.widgets.conversation import Conversation
+
+    usage = {"llm": {"calls": 1, "tokens_in": 10, "tokens_out": 5}}
+    check = {"terms": ["pizza"], "checked": True, "flagged": True, "not_found": True,
+             "kept": [], "dropped": [], "added": [], "sharing": [],
+             "summary": "not found in memory: no quote states the answer's own words (pizza)"}
+    guess = Answer("What did I eat?", "now", "I ate pizza.", True, [], [], usage, 0.1,
+                   citation_check=check)
+    later = Answer("What did I eat for lunch?", "DAY1 13:00", "No lunch on DAY1 is in memory "
+                   "before 13:00: it has not happened yet.", False, [], [], usage, 0.0,
+                   verdict="not_yet")
+    assert (guess.verdict, later.verdict) == ("not_found", "not_yet")
+    for a in (guess, later):
+        said = VERDICT_SAID[a.verdict]
+        bubble = Conversation().answer_text(a).plain
+        assert bubble.lower().startswith(said.lower()) and a.answer in bubble
+        assert answer_lines(a)[0] == f"Answer ({said}): {a.answer}"
+        assert a.as_dict()["verdict"] == a.verdict

@@ -54,12 +54,15 @@ EXTRA_STOPWORDS = frozenset(
     "about after also been before but can could into its just not only other over said saw "
     "see seen some than that the their them then there these they this those through too "
     "very while will would yes".split()) | frozenset(
+    # pronouns: "Her battery was too low" and "Your battery is too low" say the same
+    "she he her his him hers herself himself we our ours us ourselves its itself myself "
+    "yourself yourselves themselves".split()) | frozenset(
     # the solver's words about its prompt, not about the moment ("the notes clearly state…",
     # "note [9] mentions…"; "notes" would stem to "not"): found asking as a user
     "answer answers choice choices clearly mention mentioned mentions note noted notes option "
     "options question state stated states".split())
 """Words never counted as evidence on top of :data:`edge.recall.retrieval.STOPWORDS`: common
-words, and the solver's words about its notes and options."""
+words, pronouns, and the solver's words about its notes and options."""
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<![\w])'([^']+)'(?![\w])")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{4}-\d{2}-\d{2}\b|\bday\s*\d+\b",

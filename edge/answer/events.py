@@ -84,8 +84,13 @@ _NOT_EVENT = frozenset(
 _STOP_TAIL = frozenset(
     "ended finished started began was were is are had did do when while and or to with "
     "i we you he she they it that this".split())
-_PLAN_RE = re.compile(r"\b(?:plan\w*|decid\w*|want\w*|going\s+to|will|should|suggest\w*|"
-                      r"propos\w*|talk\w*|discuss\w*|say|said)\b", re.I)
+_EAT_RE = re.compile(r"\b(?:eat|eats|ate|eaten|eating|have|has|had|having|drink|drank|"
+                     r"drinking|was|were)\b", re.I)
+_PLAN_RE = re.compile(
+    r"\b(?:plan\w*|decid\w*|want\w*|going\s+to|will|should|suggest\w*|propos\w*|talk\w*|"
+    r"discuss\w*|say|said|settl\w*|agree\w*|choos\w*|chose|pick\w*|order\w*|buy|bought|"
+    r"cook\w*|prepar\w*|make|made)\b", re.I)
+"""Words of a question about a meal's plan, order or making (any time of day), not the meal."""
 _ORDER_Q = re.compile(r"\b(?:before\s+or\s+after|after\s+or\s+before|earlier\s+or\s+later|"
                       r"which\s+came\s+first|first\s*[,:]|or\s+after|or\s+before)\b", re.I)
 
@@ -144,9 +149,9 @@ def parse_event(question: str) -> EventRef | None:
     m = _MEAL_RE.search(question)
     if m:
         prep = (m.group(1) or "").lower()
-        if prep in ("", "for"):  # the meal is what it asks about: "what did I eat for lunch?"
-            if _PLAN_RE.search(question):
-                return None  # a plan for dinner may be made at any time of day
+        if prep in ("", "for"):  # "what did I eat for lunch?": the meal eaten is the topic
+            if _PLAN_RE.search(question) or not _EAT_RE.search(question):
+                return None  # picking dishes for lunch, a plan for dinner: any time of day
             return EventRef("topic", _MEAL_WORD[m.group(2).lower()], True)
         return EventRef(_RELATION[prep], _MEAL_WORD[m.group(2).lower()], True)
     for m in _THE_RE.finditer(question):

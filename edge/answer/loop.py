@@ -25,6 +25,7 @@ from .steps import (
     decompose,
     expand,
     filter_neighbors,
+    insist,
     next_queries,
     retrieve,
 )
@@ -75,7 +76,8 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
         rounds.append(rnd)
         if run.opts.loop == "merit" and r == run.opts.max_rounds:
             break  # the last round's evidence goes straight to the answer
-        rnd.decision = decide(run, r, packed)  # sufficient, else the next query
+        rnd.decision = insist(run, r, packed, decide(run, r, packed))  # sufficient, else
+        # the next query; an open answer that misses its kind asked once more (issue 42)
         queries, why = next_queries(rnd.decision, run.tried)
         run.note.remark(why)
         if not queries:
@@ -162,8 +164,8 @@ def check_held(run: Run, text: str, reply: dict,
     given = [(packed[q["note"] - 1].item.clip.id if 1 <= q["note"] <= len(packed) else None,
               q["text"]) for q in reply.get("quotes", [])]
     people = frozenset(stem(n) for n, _ in known_people(run.memory))
-    qc = check_quotes(text, run.question, given, clips, [p.item.clip.id for p in packed],
-                      people)
+    read = [] if reply.get("not_stated") else [p.item.clip.id for p in packed]
+    qc = check_quotes(text, run.question, given, clips, read, people)
     solver = list(dict.fromkeys(reply.get("cited_clips", [])))
     row = {q["clip_id"]: q for q in qc.quotes}
 

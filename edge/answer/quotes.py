@@ -20,10 +20,10 @@ in order:
 3. **Turned down** (:func:`rejects`). A term is turned down when the quote's sentence, or
    a later sentence of the same clip or of the next clip (≤ :data:`NEXT_CLIP_GAP` seconds
    on), holds it beside a rejection cue (:data:`REJECTION`: "too much", "troublesome",
-   "not", "skip", "instead" …): "BBQ is too much … ordering pizza might work" does not
-   support "BBQ". People's names are never turned down (a person saying "no" is not
-   rejected), and nothing is when the question or the answer itself is negative ("who
-   said she didn't want a burger?").
+   "skip", "instead", "don't want" …, not any negation): "BBQ is too much … ordering
+   pizza might work" does not support "BBQ". People's names are never turned down (a
+   person saying "no" is not rejected), and nothing is when the question or the answer
+   itself is negative ("who said she didn't want a burger?").
 4. **Found** (:func:`find_quotes`). When no quote of the solver holds the answer, the
    sentences of the clips the answer read are searched for one that holds its own terms
    *and* is about the question: it, or the sentence before or after it in the same clip,
@@ -35,7 +35,9 @@ in order:
 
 An answer is *held* when at least one quote (the solver's or found) holds an own term
 that is not turned down; its clips are the citations. An answer with no own terms at all
-("Yes.") is held by a quote that holds the question's words.
+("Yes.", "I") is held by a quote that holds at least half of the question's content words
+(its generic verbs aside). Numbers count as digits whether written "4" or "four"; a quote
+copied across a note's "…" is located piece by piece.
 """
 
 from __future__ import annotations
@@ -60,15 +62,23 @@ NEXT_CLIP_GAP = 60.0
 """Seconds after a clip's end within which the next clip can still turn a quote down."""
 
 MAX_QUOTES = 3
-"""The most quotes an answer keeps (as many as the reply schema allows)."""
+"""The most quotes of the solver an answer keeps (the reply schema allows two)."""
+
+MAX_FOUND = 2
+"""The most quotes the program finds for an answer none of the solver's quotes hold."""
 
 REJECTION = re.compile(
-    r"\b(?:no|not|never|nope|nah|don['’]?t|doesn['’]?t|didn['’]?t|won['’]?t|can['’]?t|"
-    r"isn['’]?t|aren['’]?t|wasn['’]?t|shouldn['’]?t|wouldn['’]?t|skip|skipped|cancel|"
-    r"cancelled|canceled|instead|rather|too\s+(?:much|many|expensive|troublesome|tiring|"
-    r"far|late|hard|big|small)|troublesome|tiring|forget\s+(?:it|about)|no\s+need|"
-    r"not\s+really|give\s+up|gave\s+up)\b", re.I)
-"""Words that turn down what a sentence names ("BBQ is too much", "let's skip the BBQ")."""
+    r"\b(?:too\s+(?:much|many|expensive|troublesome|tiring|far|late|hard|big|small)|"
+    r"troublesome|tiring|skip|skipped|cancel|cancelled|canceled|instead|rather\s+than|"
+    r"forget\s+(?:it|about)|no\s+need|not\s+really|give\s+up|gave\s+up|let['’]?s\s+not|"
+    r"don['’]?t\s+want|doesn['’]?t\s+want|didn['’]?t\s+want|no\s+way)\b", re.I)
+"""Words that turn down what a sentence names — a proposal set aside ("BBQ is too much",
+"let's skip the BBQ", "I don't want a burger") — rather than any negation: "if I turn it
+off, the data won't transfer" states a reason, it turns nothing down."""
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_GAP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 
 
 class QuoteRow(TypedDict):
@@ -100,7 +110,7 @@ class ClipSentences:
 
     def __post_init__(self) -> None:
         self.words = [words(s) for s in self.sents]
-        self.stems = [{stem(w) for w in ws} for ws in self.words]
+        self.stems = [{_NUMBER_WORDS.get(w) or stem(w) for w in ws} for ws in self.words]
         self.people = {stem(w) for n in acting_names(" ".join(self.sents)) for w in n.split()}
 
     @classmethod
@@ -160,14 +170,20 @@ def own_terms(answer: str, question: str) -> list[str]:
     (as word sequences), then its content-word stems and short numbers that are not the
     question's."""
     terms = answer_terms(answer, question)
-    q_stems = set(content_stems(question))
-    return [*terms["strong"], *(w for w in terms["words"] if w not in q_stems)]
+    q_stems = set(content_stems(question)) | set(numbers(question))
+    words_ = [_NUMBER_WORDS.get(w, w) for w in terms["words"]] + numbers(answer)
+    return list(dict.fromkeys([*terms["strong"], *(w for w in words_ if w not in q_stems)]))
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers ``text`` writes in words ("four" → ``"4"``), as digits."""
+    return [_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS]
 
 
 def holds(clip: ClipSentences, first: int, last: int, term: str) -> bool:
     """Whether sentences ``first``…``last`` of ``clip`` hold ``term`` (a stem, or a word
     sequence for a quoted string or number)."""
-    if " " in term or term.isdigit():
+    if " " in term:
         seq = " " + " ".join(w for ws in clip.words[first:last + 1] for w in ws) + " "
         return f" {term} " in seq
     return any(term in clip.stems[k] for k in range(first, last + 1))
@@ -249,7 +265,8 @@ def check_quotes(answer: str, question: str, given: Sequence[tuple[int | None, s
     Args:
         given: the solver's quotes as ``(clip id of the note it names or None, text)``.
         clips: every evidence clip's sentences, in timeline order.
-        read: the clip ids whose notes the answer read (where quotes are found, rule 4).
+        read: the clip ids whose notes the answer read (where quotes are found, rule 4;
+            none searched when empty: the solver said no note states it).
         people: stems of people's names (never turned down), besides those seen speaking
             or acting in a quote's clip (:func:`~edge.store.entity_extract.acting_names`).
     Returns:
@@ -259,13 +276,16 @@ def check_quotes(answer: str, question: str, given: Sequence[tuple[int | None, s
     neg = negative(question) or negative(answer)
     rows, invented = [], []
     for clip_id, text in given[:MAX_QUOTES]:
-        where = locate(text, clips, clip_id)
-        if where is None:
+        parts = [p for p in _GAP.split(text) if words(p)]  # a note's "…" joins its pieces
+        spots = [locate(p, clips, clip_id) for p in parts]
+        if not parts or any(w is None for w in spots):
             invented.append(text)
             continue
-        rows.append(_row(clips, where, text, terms, question, neg, people))
-    if not any(r["supports"] for r in rows):
-        rows += find_quotes(answer, question, clips, read, terms, neg, people)
+        rows += [_row(clips, where, p, terms, question, neg, people)
+                 for p, where in zip(parts, spots)]
+    if not any(r["supports"] for r in rows) and read:
+        looked = {r["clip_id"] for r in rows} | {c for c, _ in given if c is not None}
+        rows += find_quotes(answer, question, clips, read, terms, neg, people, looked)
     rows = _dedupe(rows)
     cited = list(dict.fromkeys(r["clip_id"] for r in rows if r["supports"]))[:MAX_QUOTES]
     return QuoteCheck(terms, rows, bool(cited), cited, invented)
@@ -278,9 +298,11 @@ def _row(clips: Sequence[ClipSentences], where: tuple[int, int, int], given: str
     clip = clips[i]
     if terms:
         held = [t for t in terms if holds(clip, first, last, t)]
-    else:  # "Yes.": held by a quote about the question
-        q_stems = set(content_stems(question))
+    else:  # "Yes.": held by a quote that holds most of what the question asks about
+        q_stems = set(content_stems(question)) - GENERIC_VERBS
         held = sorted(q_stems & set().union(*clip.stems[first:last + 1]))
+        if 2 * len(held) < len(q_stems):
+            held = []
     down = [] if neg or not terms else [t for t in held if t not in people | clip.people
                                         and _turned_down(clips, where, t)]
     return QuoteRow(clip_id=clip.clip_id, text=" ".join(clip.sents[first:last + 1]),
@@ -302,16 +324,18 @@ def _turned_down(clips: Sequence[ClipSentences], where: tuple[int, int, int],
 
 def find_quotes(answer: str, question: str, clips: Sequence[ClipSentences],
                 read: Sequence[int], terms: list[str], neg: bool,
-                people: frozenset[str]) -> list[QuoteRow]:
+                people: frozenset[str], looked: set[int] = frozenset()) -> list[QuoteRow]:
     """Sentences of the clips in ``read`` that hold the answer's own ``terms`` and are
-    about the question (rule 4), as supporting or turned-down quotes, the sentences holding
-    the most terms first (at most :data:`MAX_QUOTES`, each holding at least half as many
-    as the best: "gives" alone does not find a second quote for "give … a daffodil
-    bulb")."""
+    about the question (rule 4), as supporting or turned-down quotes: the sentences holding
+    the most terms first, then those in or next to a clip the solver quoted or named
+    (``looked``: where it read its answer from), at most :data:`MAX_FOUND`, each holding at
+    least half as many as the best ("gives" alone does not find a second quote for "give …
+    a daffodil bulb")."""
     if not terms:
         return []
     q_stems = set(content_stems(question))
     wanted = set(read)
+    near_looked = {i + d for i, c in enumerate(clips) if c.clip_id in looked for d in (-1, 0, 1)}
     found = []
     for i, clip in enumerate(clips):
         if wanted and clip.clip_id not in wanted:
@@ -323,10 +347,10 @@ def find_quotes(answer: str, question: str, clips: Sequence[ClipSentences],
             near = range(max(0, k - 1), min(len(clip.sents), k + 2))
             if not any(_related(q_stems, clip.stems[j]) for j in near):
                 continue
-            found.append((-n, i, k))
+            found.append((-n, i not in near_looked, i, k))
     most = -min(found)[0] if found else 0
     return [_row(clips, (i, k, k), "", terms, question, neg, people)
-            for n, i, k in sorted(found)[:MAX_QUOTES] if -n * 2 >= most]
+            for n, _, i, k in sorted(found)[:MAX_FOUND] if -n * 2 >= most]
 
 
 def _dedupe(rows: list[QuoteRow]) -> list[QuoteRow]:

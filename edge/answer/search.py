@@ -185,7 +185,8 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
     """The top-``top_n`` anchors of one round for ``queries`` inside ``scope``
     (:func:`ranked_in_scope`), best first. With ``opts.coverage``, an activity question
-    (:func:`is_activity`) over a named scope gets :func:`coverage_anchors`. A
+    (:func:`is_activity`) over a named hard scope gets :func:`coverage_anchors` (a soft
+    part of day, ``scope.prefer``, keeps its ranking: in-part clips first). A
     multiple-choice question with
     ``opts.choice_slots`` gets a slot per option (:func:`choice_anchors`). With
     ``opts.aggregate`` and a counting question (``queries[0]``, :func:`is_counting`), the
@@ -201,7 +202,7 @@ def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndar
                                  AGGREGATE_DEPTH)
         anchors = episode_anchors(group_episodes(memory, ranked, rel=AGGREGATE_REL), top_n)
         return top_up(anchors, ranked, top_n)
-    if opts.coverage and scope.label and is_activity(queries[0]):
+    if opts.coverage and scope.label and scope.prefer is None and is_activity(queries[0]):
         ranked = ranked_in_scope(memory, queries, vecs, opts, scope, AGGREGATE_DEPTH)
         return coverage_anchors(memory, ranked, scope, top_n)
     if opts.spread:

@@ -3,12 +3,16 @@ and extends the :class:`~edge.answer.question.Run` of the question.
 
 Solver calls: :func:`decompose` 1 (optional), per round :func:`filter_neighbors` 1,
 :func:`expand` 1 (with a pyramid) and :func:`decide` 1 (not in the last merit round),
-then :func:`answer` 1 — each may repair its reply once inside the backend. A
+then :func:`answer` 1 — each may repair its reply once inside the backend; an open answer
+that misses what its question asks for is asked once more (:func:`insist`, the notes'
+prefix reused). A
 multiple-choice answer with ``choice_scoring="likelihood"`` is 1 + one per option calls
 that write nothing (:mod:`edge.answer.likelihood`).
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -23,6 +27,7 @@ from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips
+from .kinds import NOT_STATED, missing_kind
 from .likelihood import likelihood_decision, supports_likelihood
 from .question import Run, reply_format
 from .records import AnchorHit, Decision, Expansion, FinalReply
@@ -142,6 +147,37 @@ def decide(run: Run, round_no: int, packed: list[Packed]) -> Decision | None:
         run.note.failure(f"{what_failed(e)} ({e}); showing the retrieved evidence")
         return None
     return with_cited_clips(decision, packed)  # clips, not numbers
+
+
+def insist(run: Run, round_no: int, packed: list[Packed],
+           decision: Decision | None) -> Decision | None:
+    """An open answer that misses what its question asks for (:func:`~edge.answer.kinds.
+    missing_kind`: no number for "how much", no person for "who", only the question's own
+    words) is asked for once more over the same notes — the prompt's prefix is the same, so
+    llama.cpp reads only the new tail (~5 s on 2 cores, not the ~1,000 tokens of notes). The
+    second reply replaces the first when it gives the kind, or says the notes do not hold it
+    (the first answer is then kept as the guess, its quotes dropped). ``decision``
+    unchanged for a multiple-choice question, ``open_check`` other than quotes, or an
+    answer that gives its kind."""
+    o = run.opts
+    if o.choices or o.open_check != "quotes" or not decision or not decision.get("answer"):
+        return decision
+    what = missing_kind(run.question, decision["answer"])
+    if not what:
+        return decision
+    run.say(round_no, f"asking again: the answer does not say {what}")
+    instruction, schema = reply_format(o, decide=True)
+    again = (f"\n\nYour first answer, {json.dumps(decision['answer'])}, does not say {what}. "
+             "Read the notes again." + instruction)
+    try:
+        second = answer_call(run, packed, again, schema)
+    except (LLMOutputError, ContextOverflowError):
+        return decision
+    if NOT_STATED.search(second.get("answer", "")):  # no note says it: not found
+        return {**decision, "quotes": [], "cited": [], "cited_clips": [], "not_stated": True}
+    if missing_kind(run.question, second.get("answer", "")):
+        return decision
+    return with_cited_clips(second, packed)
 
 
 def normal_query(text: str) -> str:

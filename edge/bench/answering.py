@@ -93,8 +93,9 @@ def answer_one(memory: Memory, hub, q: QAQuestion, opts: AskOptions,
         judged = judge_answer(hub.llm("solver"), q.question, reference, res.answer).correct
         cites = judge_citations(memory, hub.llm("solver"), res, q, index)
         row.update({"truth": reference, "judged": judged, "correct": judged is True,
+                    "verdict": res.verdict,
                     "flagged": bool(res.citation_check.get("flagged")),
-                    "not_found": bool(res.citation_check.get("not_found")),
+                    "not_found": res.verdict in ("not_found", "not_yet"),
                     "citations": cites["cited"], "judged_citations": cites["judged"]})
         return row
     row["solver_answer"] = res.extra.get("solver_answer", res.answer)  # before grounding
