@@ -1,10 +1,12 @@
 """Where ingest time goes: wall-clock seconds per stage and the real-time factor (RTF).
 
 The stages of building memory from footage: ``decode`` (video frames and audio samples),
-``asr`` (transcription), ``caption``, ``memory_llm`` (keys, facts), ``embed``, ``store``
-(keyframes and the SQLite transaction), plus ``load`` (models loaded on first use, so that
-it does not count against the first clip's stage). RTF = stage seconds / seconds of footage
-processed; below 1 the stage keeps up with real time on this device.
+``asr`` (transcription), ``caption``, the character tier's ``voices`` (speaker turns),
+``faces`` (detection, descriptors, grouping per clip) and ``people`` (matching identities,
+writing appearances and face crops), ``memory_llm`` (keys, facts), ``embed``,
+``store`` (keyframes and the SQLite transaction), plus ``load`` (models loaded on first
+use, so that it does not count against the first clip's stage). RTF = stage seconds /
+seconds of footage processed; below 1 the stage keeps up with real time on this device.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-STAGES: tuple[str, ...] = ("load", "decode", "asr", "caption", "memory_llm", "embed", "store")
+STAGES: tuple[str, ...] = ("load", "decode", "asr", "caption", "voices", "faces", "people",
+                           "memory_llm", "embed", "store")
 """Stage names in pipeline order."""
 
 STAGE_ROLES: dict[str, tuple[str, ...]] = {
     "asr": ("transcriber",),
     "caption": ("captioner", "ocr"),
+    "voices": ("voices",),  # the GE2E encoder's runs (models/voices.py)
     "memory_llm": ("memory_llm", "memory_llm.links", "memory_llm.global"),  # PyraVid calls
     "embed": ("embedder",),
 }

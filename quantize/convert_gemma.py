@@ -1,7 +1,8 @@
 """Convert EmbeddingGemma-300M (a sentence-transformers folder: ``Gemma3TextModel`` + mean
 pooling + two Dense layers) to the ``gemma-embedding`` GGUF llama.cpp loads, without torch.
 
-The sibling of :mod:`quantize.convert`'s BERT writer. It writes what llama.cpp's own
+The sibling of :mod:`quantize.convert`'s BERT writer (the steps they share are in
+:mod:`quantize.common`). It writes what llama.cpp's own
 ``convert_hf_to_gguf.py`` writes for this model (``EmbeddingGemma(Gemma3Model)`` in the
 llama.cpp vendored by llama-cpp-python 0.3.36): Gemma 3 hyperparameters with the
 ``sliding_window`` of the original config.json, the RMSNorm weights stored as ``1 + w``
@@ -19,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from quantize.convert import (
+from quantize.common import (
     ConvertError,
-    _pooling_type,
-    _read_json,
     add_general_metadata,
     add_special_vocab,
+    looks_special,
+    pooling_type,
+    read_json,
     write_out,
 )
 
@@ -50,7 +52,7 @@ def dense_modules(model_dir: Path) -> list[tuple[str, Path, int, int]]:
         path = model_dir / mod["path"]
         if not (path / "model.safetensors").is_file():
             raise ConvertError(f"{path}: a Dense module without model.safetensors")
-        cfg = _read_json(path / "config.json")
+        cfg = read_json(path / "config.json")
         prefix = "dense_2" if mod["path"] == "2_Dense" else "dense_3"
         out.append((prefix, path / "model.safetensors", int(cfg["in_features"]),
                     int(cfg["out_features"])))
@@ -100,7 +102,7 @@ def sentencepiece_vocab(model_dir: Path, hparams: dict
             if i >= n_vocab:
                 continue
             text = data["content"]
-            if data.get("special") or _looks_special(text):
+            if data.get("special") or looks_special(text):
                 toktypes[i] = types.CONTROL
             else:
                 text = text.replace("\u2581", " ")  # pre-normalised user-defined spaces
@@ -109,19 +111,13 @@ def sentencepiece_vocab(model_dir: Path, hparams: dict
     return tokens, scores, toktypes
 
 
-def _looks_special(token: str) -> bool:
-    from quantize.convert import _looks_special as looks
-
-    return looks(token)
-
-
 def write_gemma_embedding_gguf(model_dir: Path, dst: Path, out_type: str) -> None:
     """Write the ``gemma-embedding`` GGUF (``out_type`` F32 or F16) of ``model_dir`` to
     ``dst``: tensors, general metadata, hyperparameters, vocabulary (the converter's order).
     Raises :class:`ConvertError` when ``model_dir`` is not an EmbeddingGemma folder."""
     import gguf
 
-    hparams = _read_json(model_dir / "config.json")
+    hparams = read_json(model_dir / "config.json")
     if not is_embedding_gemma(hparams):
         raise ConvertError(f"{model_dir}: config.json is not {ARCHITECTURE} "
                            f"(architectures {hparams.get('architectures')})")
@@ -212,6 +208,6 @@ def _add_hparams(writer, model_dir: Path, hparams: dict, ftype,
         raise ConvertError(f"{model_dir}: rope_scaling is not converted")
     for prefix, _, n_in, n_out in dense:
         writer.add_dense_features_dims(prefix, n_in, n_out)
-    pooling = _pooling_type(model_dir)
+    pooling = pooling_type(model_dir)
     if pooling is not None:
         writer.add_pooling_type(pooling)

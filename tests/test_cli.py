@@ -15,7 +15,7 @@ def test_help_lists_the_commands(run):
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == [
         "ask", "backup", "bench", "build", "chat", "doctor", "ingest", "ingest-captions", "models",
-        "record", "report", "search", "stats", "status"]
+        "people", "record", "report", "search", "stats", "status"]
     out = run("models", "--help").output
     listed = out[out.index("Commands:"):].splitlines()[1:]
     assert [line.split()[0] for line in listed if line.strip()] == [

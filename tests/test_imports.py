@@ -38,10 +38,11 @@ recall-reads, acyclic."""
 
 # A module-level cycle finder run in a fresh interpreter in ``cwd`` (so a copy of the
 # packages there is the one grimp reads): every strongly connected set of two or more
-# modules of edge, models or tui, with the imports inside it.
+# modules of edge, models, tui or quantize (whose converters share quantize/common.py rather
+# than each other's helpers), with the imports inside it.
 _CIRCLES = """
 import json, grimp
-g = grimp.build_graph("edge", "models", "tui", cache_dir=None)
+g = grimp.build_graph("edge", "models", "tui", "quantize", cache_dir=None)
 mods = sorted(g.modules)
 out = {m: sorted(g.find_modules_directly_imported_by(m)) for m in mods}
 index, low, stack, on, found = {}, {}, [], set(), []
@@ -75,8 +76,8 @@ print(json.dumps(found))
 
 
 def import_circles(cwd: Path) -> list[list[str]]:
-    """The import circles between modules of edge, models and tui in ``cwd``: each a list of
-    ``importer -> imported`` lines (package ``__init__``s are modules too, so a child
+    """The import circles between modules of edge, models, tui and quantize in ``cwd``: each
+    a list of ``importer -> imported`` lines (package ``__init__``s are modules too, so a child
     importing its package's ``__init__`` that imports the child is a circle)."""
     out = subprocess.run([sys.executable, "-c", _CIRCLES], cwd=cwd, capture_output=True,
                          text=True, timeout=120)
@@ -97,7 +98,7 @@ def test_no_import_circle_between_any_two_modules():
 
 
 def _copy_packages(tmp_path: Path) -> Path:
-    for pkg in ("edge", "models", "tui"):
+    for pkg in ("edge", "models", "tui", "quantize"):
         shutil.copytree(ROOT / pkg, tmp_path / pkg,
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)

@@ -24,8 +24,11 @@ W = len(INDEX_TYPES)
 
 
 def _tables(m: Memory) -> set[str]:
+    """The vec0 tables of the text embedders' spaces (not the character memory's face and
+    voice vectors, which no re-embedding touches)."""
     return {r[0] for r in m.db.execute(
-        "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%vec0%'")}
+        "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%vec0%'")} - {
+        "face_vec", "voice_vec"}
 
 
 # ---- the store --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from models import cancel_scope
 from tui.screens.chat import ChatScreen
 from tui.screens.clip import ClipScreen
 from tui.screens.help import HelpScreen
+from tui.screens.people import PeopleScreen
 from tui.screens.report import ReportScreen
 from tui.screens.timeline import TimelineScreen
 from tui.session import MemoryStatus, memory_status
@@ -216,6 +217,12 @@ class EdgeApp(App):
         if not isinstance(self.screen, TimelineScreen):
             self.push_screen(TimelineScreen())
 
+    def action_people(self) -> None:
+        """ctrl+n: the people of the memory, with their face crops and appearances (how to
+        add some when there are none yet). Read-only."""
+        if not isinstance(self.screen, PeopleScreen):
+            self.push_screen(PeopleScreen())
+
     def action_help(self) -> None:
         """F1: every key binding, per screen."""
         if isinstance(self.screen, HelpScreen):
@@ -226,6 +233,9 @@ class EdgeApp(App):
                       Binding("enter", "", "ask (question box) / open the selected moment "
                                            "(evidence)")]),
             ("timeline", TimelineScreen.BINDINGS),
+            ("people", [*PeopleScreen.BINDINGS,
+                        Binding("enter", "", "show the person's appearances (people) / open "
+                                             "the appearance's clip (appearances)")]),
             ("clip", ClipScreen.BINDINGS),
             ("report (/report)", ReportScreen.BINDINGS),
             ("lists", [Binding("up,down", "", "move"),

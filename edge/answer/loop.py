@@ -13,6 +13,7 @@ from .citations import CitationCheck, check_citations, stem
 from .evidence import Packed
 from .grounding import ground_reply
 from .options import AskOptions
+from .people import people_answer
 from .question import Run, start
 from .quotes import ClipSentences, check_quotes
 from .records import Answer, Decision, FinalReply, Round
@@ -60,6 +61,8 @@ def ask(memory: Memory, hub, question: str, options: AskOptions | None = None, *
                 on_token)
     if run.event is not None and run.event.missing:  # "after lunch" with no lunch yet
         return not_in_memory(run)
+    if not run.opts.choices and (seen := people_answer(run)) is not None:
+        return seen  # "when did I last see Alice?": from the appearances (issue 43)
     sub_queries = decompose(run)  # MARQUIS §3.1, only with opts.decompose
     queries = round_queries(run.question, run.opts, sub_queries)  # + options, fused
     rounds: list[Round] = []

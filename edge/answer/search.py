@@ -39,6 +39,7 @@ from models.repeats import norm_words
 
 from .events import EventScope, event_scope
 from .options import AskOptions, with_fusion_of
+from .people_search import with_people
 from .scope import check_question, join_notes, resolve_scope, unbuilt_note
 
 DEFAULT_TOP_N = 5
@@ -183,6 +184,14 @@ def ranked_in_scope(memory: Memory, queries: Sequence[str], vecs: Sequence[np.nd
 
 def round_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
+    """:func:`ranked_anchors`, with the clips of a person ``queries[0]`` names (one the
+    character memory knows) first (:func:`~edge.answer.people_search.with_people`)."""
+    anchors = ranked_anchors(memory, queries, vecs, opts, scope, top_n)
+    return with_people(memory, queries[0], scope, anchors, top_n)
+
+
+def ranked_anchors(memory: Memory, queries: Sequence[str], vecs: Sequence[np.ndarray],
+                   opts: AskOptions, scope: TimeWindow, top_n: int) -> list[ScoredClip]:
     """The top-``top_n`` anchors of one round for ``queries`` inside ``scope``
     (:func:`ranked_in_scope`), best first. With ``opts.coverage``, an activity question
     (:func:`is_activity`) over a named hard scope gets :func:`coverage_anchors` (a soft

@@ -7,7 +7,8 @@
   decorators several commands share;
 - a module per command group: :mod:`~edge.cli.ingest` (ingest, ingest-captions),
   :mod:`~edge.cli.build` (build: the deferred LLM tier), ask (ask, chat), search, stats,
-  models (models, doctor), record (record, status), backup, bench, report;
+  models (models, doctor), record (record, status), backup, bench, report, people
+  (people and its add, name, merge, forget, show);
 - :mod:`~edge.cli.doctor`: the health checks behind ``edge doctor`` and ``edge models list``;
 - :mod:`~edge.cli.newmemory`: a memory an ingest created and stored no clip in is removed;
 - :mod:`~edge.cli.render`: everything the commands print, a module per command group.
@@ -89,6 +90,7 @@ def _add_commands() -> None:
         build,
         ingest,
         models,
+        people,
         record,
         report,
         search,
@@ -97,7 +99,8 @@ def _add_commands() -> None:
 
     for command in (ingest.ingest, ingest.ingest_captions, build.build_command, ask.ask,
                     ask.chat, search.search, stats.stats, models.models, models.doctor,
-                    record.record, record.status, report.report, backup.backup, bench.bench):
+                    record.record, record.status, report.report, backup.backup, bench.bench,
+                    people.people):
         main.add_command(command)
 
 

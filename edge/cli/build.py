@@ -139,6 +139,26 @@ def reembed_vectors(memory, hub, stopper: StopAfterClip):
             bar.close()
 
 
+def _rebuild_people(memory, state: State):
+    """The character memory's pass (:func:`edge.people.rebuild.rebuild_people`) when the
+    profile runs the character tier; else ``None``."""
+    from edge.people import characters_enabled
+    from edge.people.rebuild import rebuild_people
+
+    return rebuild_people(memory) if characters_enabled(state.hub()) else None
+
+
+def people_line(r) -> str:
+    """What the people pass changed, in one line."""
+    parts = [f"{r.moved} appearance(s) re-assigned" if r.moved else "",
+             f"{len(r.joined)} face and voice joined" if r.joined else "",
+             f"{len(r.removed)} identit{'y' if len(r.removed) == 1 else 'ies'} merged away"
+             if r.removed else "",
+             f"names suggested for {len(r.suggested)} (see `edge people`)" if r.suggested
+             else ""]
+    return "people: " + "; ".join(p for p in parts if p) + f" ({r.seconds:.1f} s)"
+
+
 @click.command("build")
 @memory_options
 @click.option("--pyramid", is_flag=True,
@@ -156,16 +176,21 @@ def reembed_vectors(memory, hub, stopper: StopAfterClip):
 @click.pass_obj
 def build_command(state: State, pyramid: bool, links: bool, max_candidates: int,
                   global_every: int, limit: int | None, as_json: bool) -> None:
-    """Build the LLM tier (keys, pyramid) of the clips ingest queued; resumable."""
+    """Build the LLM tier (keys, pyramid) of the clips ingest queued; resumable. Then
+    re-cluster the people (faces, voices) and suggest their names."""
     with open_memory(state, create=False) as memory:
         report = build_backlog(memory, state.hub(), pyramid=pyramid, links=links,
                                max_candidates=max_candidates, global_every=global_every,
                                limit=limit, reembed=True)
         backlog = memory.backlog()
+        people = _rebuild_people(memory, state) if not report.interrupted else None
     if as_json:
         render.echo_json({**report.as_dict(), "backlog": backlog,
+                          "people": people.as_dict() if people else None,
                           "memory": str(state.memory_path)})
     else:
         click.echo(build_line(report, backlog))
+        if people is not None and (people.moved or people.removed or people.suggested):
+            click.echo(people_line(people))
     if report.interrupted:
         raise SystemExit(130)

@@ -170,8 +170,86 @@ def run_checks(hub, memory_path: Path) -> list[Check]:
     for row in check_roles(hub, load=True):
         detail = row["error"] or f"{row['model']} ({row['backend']}): {row['detail']}"
         checks.append(Check(f"role {row['role']}", row["ok"], detail))
+    checks.append(character_check(hub))
+    if getattr(getattr(hub, "profile", None), "characters", True):
+        checks.append(voice_check(hub))
+        checks.append(face_check(hub))
     checks.append(_memory_check(Path(memory_path)))
     return checks
+
+
+def character_check(hub) -> Check:
+    """The character tier's line: on or off in this profile (``characters``), and where
+    that is set. Its face and voice models have lines of their own."""
+    profile = getattr(hub, "profile", None)
+    name = getattr(profile, "name", "?")
+    if getattr(profile, "characters", False):
+        return Check("character tier", True,
+                     f"on in profile {name!r}: faces and voices in footage become people "
+                     "(`edge people`); `characters = false` in a profile turns it off")
+    return Check("character tier", True,
+                 f"off in profile {name!r} (characters = false): no faces or voices are "
+                 "kept")
+
+
+def voice_check(hub) -> Check:
+    """The voice encoder's line (GE2E, ``ModelHub.voices``): its ONNX file has the sha256
+    the manifest records, it loads, and 2 s of a synthetic voiced sound give a 256-d unit
+    vector while 2 s of silence give none (:class:`models.voices.VoiceError`)."""
+    from models.hub import VOICE_MODEL
+    from models.registry import load_manifest
+    from models.resolve import sha256_file
+    from models.voices import VOICE_DIM, VoiceError
+
+    try:
+        spec = (getattr(hub, "manifest", None) or load_manifest()).model(VOICE_MODEL)
+        path = resolve_weights(spec, hub.models_dir)
+        digest = sha256_file(path)
+        if digest != spec.option("sha256"):
+            raise WeightsCorruptError(
+                f"{path}: sha256 {digest[:12]}…, expected {spec.option('sha256')[:12]}…; "
+                f"delete it and run `python -m quantize install {VOICE_MODEL}`")
+        t0 = time.perf_counter()
+        t = np.arange(32_000) / 16_000
+        voiced = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12))
+        v = hub.voices.embed_utterance((0.1 * voiced * (1 + np.sin(2 * np.pi * 3 * t)))
+                                       .astype(np.float32))
+        if v.shape != (VOICE_DIM,) or abs(float(np.linalg.norm(v)) - 1.0) > 1e-3:
+            raise RuntimeError(f"unexpected voice vector shape {v.shape}")
+        try:
+            hub.voices.embed_utterance(np.zeros(32_000, np.float32))
+            raise RuntimeError("silence was given a voice vector")
+        except VoiceError:
+            pass
+        return Check("voices", True, f"{VOICE_MODEL} ({spec.license}): {VOICE_DIM}-d unit "
+                                     f"vectors, sha256 as recorded, silence refused; "
+                                     f"{time.perf_counter() - t0:.1f} s")
+    except Exception as e:  # a doctor reports, it does not crash
+        return Check("voices", False, f"{e.__class__.__name__}: {e}"
+                     if not isinstance(e, WeightsMissingError | WeightsCorruptError) else str(e))
+
+
+def face_check(hub) -> Check:
+    """The face models' line (``ModelHub.faces``, :mod:`models.faces`): the two dlib model
+    files have the size and sha256 recorded in ``models.faces.WEIGHTS`` (hashed again here),
+    they load, a blank frame has no face and an aligned chip gives a finite 128-d vector."""
+    try:
+        from models.faces import CHIP_SIZE, FACE_DIM, FACE_MATCH, model_files
+
+        t0 = time.perf_counter()
+        files = model_files()
+        faces = hub.faces
+        if faces.faces(np.full((360, 640, 3), 128, np.uint8)):
+            raise RuntimeError("the detector found a face in a blank frame")
+        v = faces.describe(np.full((CHIP_SIZE, CHIP_SIZE, 3), 128, np.uint8))
+        if v.shape != (FACE_DIM,) or not np.isfinite(v).all():
+            raise RuntimeError(f"unexpected face descriptor shape {v.shape}")
+        return Check("faces", True, f"dlib HOG + 5-point + ResNet ({len(files)} files, "
+                                    f"sha256 as recorded): {FACE_DIM}-d descriptors, one "
+                                    f"person under {FACE_MATCH}; {time.perf_counter() - t0:.1f} s")
+    except Exception as e:  # a doctor reports, it does not crash
+        return Check("faces", False, f"{e.__class__.__name__}: {e}"
+                     if not isinstance(e, WeightsMissingError | WeightsCorruptError) else str(e))
 
 
 def _memory_check(memory_path: Path) -> Check:

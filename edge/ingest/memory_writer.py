@@ -120,7 +120,8 @@ class NewClip:
     ``idx``: its index in the source; ``t_start``/``t_end``: timeline seconds; ``clock``: the
     source's timeline (gives the clip's day). ``keyframes``: JPEG paths relative to the
     frames folder. ``keys``: keys given with the clip (a caption file's, ``origin="file"``);
-    ``None`` lets the memory LLM extract them.
+    ``None`` lets the memory LLM extract them. ``with_stored(clip_id)``: more to write in the
+    clip's own transaction (its people: :func:`edge.ingest.characters.people_writer`).
     """
 
     source_id: int
@@ -133,6 +134,7 @@ class NewClip:
     keyframes: list[str] = field(default_factory=list)
     signals: dict = field(default_factory=dict)
     keys: ClipKeys | None = None
+    with_stored: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -320,4 +322,5 @@ def _store(memory: Memory, clip: NewClip, keys: ClipKeys | None, vectors: np.nda
         source_id=clip.source_id, idx=clip.idx, t_start=clip.t_start, t_end=clip.t_end,
         day=day, day_start=day_start, caption=clip.caption, transcript=clip.transcript,
         keyframes=list(clip.keyframes), signals=clip.signals, keys=rows,
-        vectors={k: vectors[i] for i, k in enumerate(types)}, build=build, **pyramid_rows))
+        vectors={k: vectors[i] for i, k in enumerate(types)}, build=build,
+        with_clip=clip.with_stored, **pyramid_rows))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
 
 from edge.ingest.media import ClipSpan, MediaInfo, check_audio_alignment, load_audio, shown
 from edge.stages import StageClock
@@ -13,14 +16,25 @@ from models.transcriber import TranscriptSegment
 from models.vision import downscale
 
 
+class Speech(NamedTuple):
+    """A source's speech: its transcript ``segments`` (seconds from the source's start),
+    the decoded 16 kHz mono ``audio`` (``None`` without audio) and ``offset``, the seconds
+    after the source's start at which that audio begins (a separate ``--audio`` file)."""
+
+    segments: list[TranscriptSegment]
+    audio: np.ndarray | None
+    offset: float = 0.0
+
+
 def transcribe_source(hub, info: MediaInfo, stages: StageClock, *,
                       audio_info: MediaInfo | None = None, audio_offset: float = 0.0,
-                      warnings: list[str] | None = None) -> list[TranscriptSegment]:
-    """Speech segments on the source's timeline (seconds from its start).
+                      warnings: list[str] | None = None) -> Speech:
+    """Speech segments on the source's timeline (seconds from its start), with the audio
+    they were heard in (:class:`Speech`: the character tier finds who spoke in it).
 
     From the separate audio file ``audio_info`` (shifted by ``audio_offset`` seconds, speech
     whose midpoint falls past the video's end dropped; an alignment note goes to
-    ``warnings``) or the source's own audio stream; ``[]`` without audio. One transcriber
+    ``warnings``) or the source's own audio stream; no segments without audio. One transcriber
     call (role ``transcriber``), charged to the ``asr`` stage; decoding to ``decode``,
     loading the model to ``load``. Raises :class:`~edge.errors.MediaError` for audio that
     cannot be decoded or does not fit the video.
@@ -35,16 +49,17 @@ def transcribe_source(hub, info: MediaInfo, stages: StageClock, *,
         with stages.stage("decode"):
             audio = load_audio(info.path) if info.has_audio else None
     if audio is None:
-        return []
+        return Speech([], None)
     with stages.stage("load"):
         transcriber = hub.transcriber
     with stages.stage("asr"):
         segments = transcriber.transcribe(audio)
-    if audio_info is not None:
-        off = audio_offset
-        segments = [replace(s, start=s.start + off, end=s.end + off) for s in segments
-                    if (s.start + s.end) / 2 + off < info.duration]
-    return segments
+    if audio_info is None:
+        return Speech(segments, audio)
+    off = audio_offset
+    segments = [replace(s, start=s.start + off, end=s.end + off) for s in segments
+                if (s.start + s.end) / 2 + off < info.duration]
+    return Speech(segments, audio, off)
 
 
 def transcript_for(segments: list[TranscriptSegment], start: float, end: float) -> str:

@@ -1,4 +1,5 @@
-"""Ingestion: media files → clips → caption, transcript, keyframes, MERIT keys, vectors.
+"""Ingestion: media files → clips → caption, transcript, keyframes, MERIT keys, vectors, and
+(unless the profile says ``characters = false``) the people seen and heard in each clip.
 
 Per source (:mod:`edge.ingest.source`): hash the file (re-ingesting the same bytes adds
 nothing), probe it, transcribe its audio once (or a separate ``--audio`` file placed on the
@@ -22,6 +23,7 @@ from edge.errors import MODEL_ERRORS
 from edge.ingest.media import MediaError, MediaInfo, check_audio_alignment, probe, shown
 from edge.ingest.memory_writer import SourceResult, file_sha256
 from edge.ingest.source import IngestOptions, IngestRun, StartClock, ingest_source
+from edge.people import PeopleTier
 from edge.stages import StageClock, stage_report
 from edge.store import Memory, StoreError, write_error
 from edge.timeline import start_note
@@ -135,7 +137,7 @@ def ingest_paths(
     mark = hub.usage.mark()
     run = IngestRun(memory, hub, options, StageClock(), StartClock(options.start),
                     on_progress=on_progress, pyramid=None if deferred else pyramid,
-                    deferred=deferred)
+                    deferred=deferred, people=PeopleTier.for_hub(hub))
     results: list[SourceResult] = []
     status = "failed"
     run_id = None

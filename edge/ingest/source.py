@@ -13,6 +13,7 @@ from typing import Any
 
 from edge.build.pyramid import Pyramid
 from edge.config import frames_dir
+from edge.ingest.characters import crops_after, observe_clip, people_writer, voice_turns
 from edge.ingest.media import MediaInfo, clip_bounds, iter_clips, shown
 from edge.ingest.memory_writer import (
     Deferred,
@@ -26,6 +27,8 @@ from edge.ingest.memory_writer import (
     write_realtime,
 )
 from edge.ingest.perception import save_keyframes, transcribe_source, transcript_for
+from edge.people import PeopleTier
+from edge.people.observe import VoiceTurn
 from edge.stages import StageClock
 from edge.store import Memory
 from edge.timeline import clear_of, guess_clock
@@ -81,7 +84,8 @@ class StartClock:
 class IngestRun:
     """What the sources of one ingest run share. ``audio_info``: the probed ``--audio``
     file; ``media_seconds``: footage seconds in the clips added so far. ``deferred``: the
-    real-time tier only (the LLM work queued, :func:`edge.ingest.memory_writer.write_realtime`)."""
+    real-time tier only (the LLM work queued, :func:`edge.ingest.memory_writer.write_realtime`).
+    ``people``: the character tier (``None``: the profile turns it off)."""
 
     memory: Memory
     hub: Any  # models.ModelHub
@@ -93,6 +97,7 @@ class IngestRun:
     deferred: Deferred | None = None
     audio_info: MediaInfo | None = None
     media_seconds: float = 0.0
+    people: PeopleTier | None = None
 
     def progress(self, name: str, seconds: float) -> None:
         """Report a finished stage ``name`` and its wall ``seconds`` to ``on_progress``, if set."""
@@ -117,10 +122,13 @@ def ingest_source(run: IngestRun, info: MediaInfo) -> SourceResult:
         run.progress(shown(path.name), info.duration)
         result.message = state.skipped_message
         return result
-    segments = transcribe_source(run.hub, info, run.stages, audio_info=audio_info,
-                                 audio_offset=run.options.audio_offset,
-                                 warnings=result.warnings)
-    _ingest_clips(run, info, state, segments, result,
+    speech = transcribe_source(run.hub, info, run.stages, audio_info=audio_info,
+                               audio_offset=run.options.audio_offset, warnings=result.warnings)
+    turns = voice_turns(run.people, speech.audio, speech.segments, speech.offset, run.stages,
+                        result.warnings)
+    segments = speech.segments
+    del speech  # the audio is not kept while the video is decoded
+    _ingest_clips(run, info, state, segments, turns, result,
                   frames_dir(run.memory.path) / digest[:16])
     with run.stages.stage("store"):
         run.memory.finish_source(state.source_id)
@@ -160,11 +168,13 @@ def _new_source(run: IngestRun, info: MediaInfo, audio_info: MediaInfo | None) -
 
 
 def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
-                  segments: list[TranscriptSegment], result: SourceResult,
-                  kf_dir: Path) -> None:
+                  segments: list[TranscriptSegment], turns: list[VoiceTurn],
+                  result: SourceResult, kf_dir: Path) -> None:
     """Decode the source once; caption each clip not yet stored — also not by another
     process ingesting the same file now — and write it (with its keyframes in ``kf_dir``)
-    through :func:`edge.ingest.memory_writer.write_clip`. Only clips this call stored count."""
+    through :func:`edge.ingest.memory_writer.write_clip`, its people (faces in its frames,
+    its share of the voice ``turns``) in the same transaction and their face crops beside
+    its keyframes. Only clips this call stored count."""
     o, stages, name = run.options, run.stages, shown(info.path.name)
     with stages.stage("load"):  # load the models now, not inside the first clip's stages
         captioner, _ = run.hub.captioner, run.hub.embedder
@@ -178,10 +188,13 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
         transcript = transcript_for(segments, span.start, span.end)
         with stages.stage("caption"):
             cap = captioner.caption(span.frames, transcript, span.duration)
+        people = observe_clip(run.people, span, turns, stages, result.warnings)
         clip = NewClip(source_id=state.source_id, idx=span.index,
                        t_start=state.t_start + span.start, t_end=state.t_start + span.end,
                        clock=state.clock, caption=cap.text, transcript=transcript,
-                       signals=cap.signals)
+                       signals=cap.signals, with_stored=people_writer(
+                           run.memory, run.people, people, stages, source_id=state.source_id,
+                           start=span.start, crop_stem=f"{kf_dir.name}/c{span.index:05d}"))
         keyframes = partial(save_keyframes, span, kf_dir, f"c{span.index:05d}", o.keyframes,
                             o.keyframe_side)
         if run.deferred is not None:
@@ -191,6 +204,7 @@ def _ingest_clips(run: IngestRun, info: MediaInfo, state: SourceState,
             stored = write_clip(run.memory, run.hub, clip, pyramid=run.pyramid, stages=stages,
                                 save_keyframes=keyframes)
         if stored.added:  # not when a concurrent ingest stored this clip first
+            crops_after(kf_dir.parent, people, stages)
             result.clips_added += 1
             run.media_seconds += span.duration
         run.progress(name, span.duration)

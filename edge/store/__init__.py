@@ -11,7 +11,8 @@ The package, in reading order:
 
 - ``records``: key types, ``EMBED_DIM`` and the dataclasses (Clip, Source, Fact, ClipNode,
   GlobalNode, Link).
-- ``migrations``: the migrations m001–m009, their SQL as shipped (:data:`MIGRATIONS`).
+- ``migrations``: the migrations m001–m010, their SQL as shipped (:data:`MIGRATIONS`;
+  m010's in ``people_schema``).
 - ``schema``: ``connect``, the write transaction, applying the migrations,
   ``sqlite_versions`` (for ``edge doctor``).
 - ``memory``: :class:`Memory`, the façade; it inherits the methods below.
@@ -21,6 +22,9 @@ The package, in reading order:
   per clip with its times), ``queue`` (the deferred LLM tier's work per clip and the build
   log), ``accounting`` (calls, runs, stats), ``spaces`` (which embedder wrote the vectors;
   re-embedding).
+- ``people`` / ``people_read``: the character memory (issue 43): identities (person nodes),
+  their face and voice appearances with sqlite-vec vectors, naming, merging, forgetting;
+  :class:`Person`, :class:`Appearance`, :class:`ClipPerson` (``people_schema``: m010).
 - ``entity_extract``: the rules that fill the entity-time index (no model), and
   ``embedding``: the embedder a memory is searched and written with (its vectors' own).
 - ``scope``: :func:`time_scope`, the ``(after, before]`` constraint of every KNN/BM25 query,
@@ -31,6 +35,7 @@ from edge.errors import StoreError
 from edge.store.entities import EntityRow
 from edge.store.memory import Memory, ReadOnlyMemoryError, same_file, writable, write_error
 from edge.store.migrations import MIGRATIONS
+from edge.store.people_read import Appearance, ClipPerson, Person
 from edge.store.queue import BuildResult, QueueItem
 from edge.store.records import (
     EMBED_DIM,
@@ -47,6 +52,8 @@ from edge.store.schema import apply_migrations, connect, sqlite_versions
 from edge.store.scope import time_scope
 
 __all__ = [
+    "Appearance",
+    "ClipPerson",
     "EMBED_DIM",
     "INDEX_TYPES",
     "KEY_TYPES",
@@ -59,6 +66,7 @@ __all__ = [
     "Link",
     "BuildResult",
     "Memory",
+    "Person",
     "QueueItem",
     "ReadOnlyMemoryError",
     "Source",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -120,6 +120,7 @@ class ClipStore:
         fact_vectors: np.ndarray | None = None,
         clip_node: tuple[str, str, str] | None = None,
         build: tuple[bool, bool] = (False, False),
+        with_clip: Callable[[int], None] | None = None,
     ) -> tuple[int, bool]:
         """Store one clip with its keys and key vectors in ONE transaction; returns its id
         and whether this call stored it.
@@ -137,22 +138,18 @@ class ClipStore:
         ``clip_node = (summary, scene, origin)``. The clip's entities (people, objects,
         places: :mod:`edge.store.entities`) are indexed in the same transaction. ``build``:
         ``(keys, pyramid)`` still to build by the deferred LLM tier, queued in the same
-        transaction (:mod:`edge.store.queue`; the real-time tier). Raises
-        ``ValueError`` (nothing stored) when a vector has the wrong shape.
+        transaction (:mod:`edge.store.queue`; the real-time tier). ``with_clip(clip_id)``
+        runs last in it, for a clip this call stores (its people: :mod:`edge.people.online`).
+        Raises ``ValueError`` when a vector has the wrong shape, and what ``with_clip``
+        raises: nothing is stored then.
         """
         with self._write():
             row = self.db.execute("SELECT id FROM clips WHERE source_id = ? AND idx = ?",
                                   (source_id, idx)).fetchone()
             if row:
                 return row[0], False
-            self.db.execute(
-                "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
-                " transcript, keyframes, signals, added_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                (source_id, idx, t_start, t_end, day, day_start, caption, transcript,
-                 json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False),
-                 time.time()),
-            )
-            clip_id = self.db.last_insert_rowid()
+            clip_id = self._insert_clip(source_id, idx, t_start, t_end, day, day_start,
+                                        caption, transcript, keyframes, signals)
             self._add_keys(clip_id, t_end, keys, vectors)
             self._add_facts(clip_id, day, t_end, facts, fact_vectors)
             if clip_node is not None:
@@ -160,7 +157,21 @@ class ClipStore:
                                 "VALUES(?,?,?,?)", (clip_id, *clip_node))
             self._index_clip(clip_id, t_start, t_end, caption, transcript, keys, facts)
             self._enqueue(clip_id, *build)
+            if with_clip is not None:
+                with_clip(clip_id)
             return clip_id, True
+
+    def _insert_clip(self, source_id: int, idx: int, t_start: float, t_end: float, day: str,
+                     day_start: float, caption: str, transcript: str,
+                     keyframes: Sequence[str], signals: dict) -> int:
+        """The clip's own row (the caller's transaction); its id."""
+        self.db.execute(
+            "INSERT INTO clips(source_id, idx, t_start, t_end, day, day_start, caption,"
+            " transcript, keyframes, signals, added_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            (source_id, idx, t_start, t_end, day, day_start, caption, transcript,
+             json.dumps(list(keyframes)), json.dumps(signals, ensure_ascii=False),
+             time.time()))
+        return self.db.last_insert_rowid()
 
     def _index_clip(self, clip_id: int, t_start: float, t_end: float, caption: str,
                     transcript: str, keys: dict[str, tuple[str, str]],

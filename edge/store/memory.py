@@ -15,6 +15,7 @@ from edge.store.clips import ClipStore
 from edge.store.entities import EntityIndex
 from edge.store.graph import Graph
 from edge.store.migrations import MIGRATIONS
+from edge.store.people import People
 from edge.store.queue import BuildQueue
 from edge.store.schema import apply_migrations, connect, write_transaction
 from edge.store.spaces import VectorSpaces
@@ -64,7 +65,7 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex, BuildQueue,
-             Accounting):
+             Accounting, People):
     """An open memory file. Use as a context manager or call :meth:`close`.
 
     Opening applies pending migrations (:data:`~edge.store.MIGRATIONS`). Raises
@@ -79,7 +80,8 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
     (:mod:`~edge.store.spaces`), BM25 (:mod:`~edge.store.text`), the PyraVid
     pyramid (:mod:`~edge.store.graph`), the entity-time index (:mod:`~edge.store.entities`),
     the deferred LLM tier's queue (:mod:`~edge.store.queue`), calls, runs and stats
-    (:mod:`~edge.store.accounting`).
+    (:mod:`~edge.store.accounting`), the character memory's identities and appearances
+    (:mod:`~edge.store.people`, :mod:`~edge.store.people_read`).
     """
 
     def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
@@ -125,7 +127,7 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
         already (a writer's WAL, still to be read); else ``immutable``, which reads the
         file alone. A memory whose pending migrations would change what is read is refused
         (only m009, which adds the record of the embedder, is read without: MiniLM's, as
-        before it)."""
+        before it; and m010, without which it simply knows no people)."""
         import apsw
 
         beside = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm")]
@@ -146,7 +148,7 @@ class Memory(ClipStore, VectorIndex, VectorSpaces, TextIndex, Graph, EntityIndex
             raise StoreError(f"cannot read the memory {self.path}: SQLite cannot open it even "
                              "read-only; copy it somewhere writable")
         pending = [n for n, _ in MIGRATIONS if n not in done]
-        if set(pending) - {"m009_vector_spaces"}:
+        if set(pending) - {"m009_vector_spaces", "m010_people"}:
             self.db.close()
             names = ", ".join(pending)
             raise StoreError(

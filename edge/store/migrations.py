@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from edge.store.entities import fill_entities
+from edge.store.people_schema import m010_people
 from edge.store.records import EMBED_DIM
 from edge.store.scope import sql_day
 
@@ -348,5 +349,6 @@ MIGRATIONS: list[tuple[str, Callable]] = [
     ("m007_build_queue", _m007_build_queue),
     ("m008_key_vec_days", _m008_key_vec_days),
     ("m009_vector_spaces", _m009_vector_spaces),
+    ("m010_people", m010_people),  # SQL in edge/store/people_schema.py
 ]
 """``(name, step)`` in order; a step takes an apsw connection. Append only."""

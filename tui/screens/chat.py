@@ -51,6 +51,8 @@ class ChatScreen(Screen):
         # help screen (F1) the tooltips, and the keys the footer leaves out
         Binding("escape", "cancel", "Cancel", tooltip="cancel the running question"),
         Binding("ctrl+t", "app.timeline", "Timeline"),
+        Binding("ctrl+n", "app.people", "People",
+                tooltip="people: names, face crops and where each was seen or heard"),
         Binding("ctrl+r", "app.refresh_memory", "Reload memory", show=False,
                 tooltip="reload the memory (also every 5 s)"),
         Binding("ctrl+l", "clear", "Clear chat",

@@ -1,0 +1,229 @@
+"""The character memory's contract (issue 43), end to end through the command line with the
+real models on the real data: people enrolled with ``edge people add`` from the shared photos
+and LibriSpeech utterances, then ``edge ingest`` of footage showing them (the Hamilton clip,
+and videos made here from *other* photos of the same people, since no other footage of a
+known face ships) and of a recording stitching *other* utterances of three speakers in turns.
+``edge people show NAME --json`` must list the footage; a stranger becomes a new, unnamed
+identity; each turn carries its speaker's name. One memory for the module (ingested once,
+``--later``: the LLM tier is not what is tested here)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED, shared
+from tests.people_media import photo_video, stitched_speech
+
+pytestmark = pytest.mark.slow
+
+FACES = SHARED / "faces"
+VOICES = SHARED / "voices" / "librispeech"
+ENROL = {"Barack Obama": ["obama_1.jpg", "obama_2.jpg"], "Joe Biden": ["biden_2.jpg"],
+         "Alex Lacamoire": ["alex_lacamoire_1.png"], "Rose Leslie": ["rose_leslie_1.jpg"],
+         "Lin-Manuel Miranda": ["lin_manuel_miranda.png"]}
+"""Who is enrolled, from which photos (Kit Harington is not: he is the stranger)."""
+TALKERS = ["1688", "2609", "3005"]
+"""The three LibriSpeech speakers whose other utterances are stitched into turns."""
+
+
+class People:
+    """The module's memory: ``run(*args)`` runs ``edge`` on it, ``videos`` name what was
+    ingested, ``turns`` the stitched recording's ``(speaker, start, end)``."""
+
+    def __init__(self, home: Path, mem: Path) -> None:
+        from click.testing import CliRunner
+
+        from edge.cli import main
+
+        self.mem, self.home = mem, home
+        self._runner, self._main = CliRunner(), main
+        self.videos: dict[str, Path] = {}
+        self.turns: list[tuple[str, float, float]] = []
+
+    def run(self, *args):
+        return self._runner.invoke(self._main, ["--memory", str(self.mem), *map(str, args)],
+                                   catch_exceptions=False)
+
+    def show(self, who: str) -> dict:
+        r = self.run("people", "show", who, "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    from edge.config import models_dir
+
+    d = tmp_path_factory.mktemp("people")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EDGE_MODELS_DIR", str(models_dir()))
+        mp.setenv("EDGE_HOME", str(d / "home"))
+        mp.delenv("EDGE_MEMORY", raising=False)
+        p = People(d / "home", d / "people.db")
+        _enrol(p)
+        _footage(p, d)
+        r = p.run("ingest", *p.videos.values(), "--later", "--json")
+        assert r.exit_code == 0, r.output
+        yield p
+
+
+def _enrol(p: People) -> None:
+    """Every face of ``ENROL`` and every LibriSpeech speaker (utterances 0–2)."""
+    for name, photos in ENROL.items():
+        r = p.run("people", "add", name, *(shared(FACES / f) for f in photos))
+        assert r.exit_code == 0, r.output
+    for speaker in sorted(x.name for x in shared(VOICES).iterdir() if x.is_dir()):
+        utterances = sorted((VOICES / speaker).glob("*.flac"))
+        r = p.run("people", "add", f"Reader {speaker}", *utterances[:3])
+        assert r.exit_code == 0, r.output
+
+
+def _footage(p: People, d: Path) -> None:
+    """Videos of other photos of the people (two at once; two in turn; the stranger), the
+    Hamilton clip, and the speakers' other utterances (3–5) stitched in turns."""
+    p.videos["two"] = d / "two people.mp4"
+    photo_video(p.videos["two"], [shared(FACES / "two_people.jpg")], seconds=6.0)
+    p.videos["turns"] = d / "alex then rose.mp4"
+    photo_video(p.videos["turns"], [FACES / "alex_lacamoire_2.jpg", FACES / "rose_leslie_2.jpg"],
+                seconds=6.0)
+    p.videos["stranger"] = d / "stranger.mp4"
+    photo_video(p.videos["stranger"], [FACES / "kit_harington_1.jpeg",
+                                       FACES / "kit_harington_2.jpeg"], seconds=4.0)
+    p.videos["hamilton"] = shared(FACES / "short_hamilton_clip.mp4")
+    utterances, who = [], []
+    for i in (3, 4, 5):
+        for speaker in TALKERS:
+            utterances.append(next((VOICES / speaker).glob(f"*-{i:04d}.flac")))
+            who.append(f"Reader {speaker}")
+    p.videos["speech"] = d / "three readers.wav"
+    spans = stitched_speech(p.videos["speech"], utterances)
+    p.turns = [(w, a, b) for w, (a, b) in zip(who, spans)]
+
+
+def _sources(appearances: list[dict], kind: str = "face") -> set[str]:
+    return {a["source"] for a in appearances if a["kind"] == kind and not a["enrolled"]}
+
+
+def test_an_enrolled_face_is_found_in_footage_showing_it(people):
+    obama = people.show("Barack Obama")
+    (a,) = [a for a in obama["appearances"] if not a["enrolled"]]
+    assert a["source"] == str(people.videos["two"].resolve()) and a["kind"] == "face"
+    assert isinstance(a["clip_id"], int) and 0.0 <= a["t"] <= a["t_end"] < 6.0
+    assert sum(x["enrolled"] for x in obama["appearances"]) == 2 and obama["clips"] == 1
+    # a video of two enrolled people lists both
+    assert _sources(people.show("Joe Biden")["appearances"]) == {
+        str(people.videos["two"].resolve())}
+    alex, rose = people.show("Alex Lacamoire"), people.show("rose leslie")
+    assert _sources(alex["appearances"]) == _sources(rose["appearances"]) == {
+        str(people.videos["turns"].resolve())}
+    (a,), (r,) = ([x for x in p["appearances"] if not x["enrolled"]] for p in (alex, rose))
+    assert a["t_end"] < 6.0 <= r["t"]  # Alex in the first six seconds, Rose after
+
+
+def test_the_hamilton_performer_is_one_identity_across_the_frames(people):
+    lin = people.show("Lin-Manuel Miranda")
+    (a,) = [x for x in lin["appearances"] if not x["enrolled"]]
+    assert a["source"] == str(people.videos["hamilton"].resolve())
+    assert a["t_end"] > a["t"]  # one appearance, seen across several frames
+    listed = json.loads(people.run("people", "--json").stdout)
+    there = [p for p in listed if str(people.videos["hamilton"].resolve()) in
+             _sources(people.show(str(p["id"]))["appearances"])]
+    assert [p["name"] for p in there] == ["Lin-Manuel Miranda"]
+
+
+def test_a_stranger_becomes_one_new_unnamed_identity(people):
+    listed = json.loads(people.run("people", "--json").stdout)
+    stranger = str(people.videos["stranger"].resolve())
+    found = [p for p in listed if stranger in _sources(people.show(str(p["id"]))["appearances"])]
+    assert len(found) == 1 and found[0]["name"] is None and found[0]["faces"] == 1
+    (a,) = people.show(str(found[0]["id"]))["appearances"]
+    assert a["t"] < 4.0 <= a["t_end"]  # both photos of him: one person across the clip
+    assert Path(found[0]["thumbnail"]).is_file()
+    r = people.run("people")
+    assert r.exit_code == 0 and "Barack Obama" in r.output and f"{found[0]['id']:>4}  ?" in \
+        r.output
+
+
+def test_each_turn_of_the_stitched_recording_carries_its_speakers_name(people):
+    speech = str(people.videos["speech"].resolve())
+    turns = []
+    for reader in sorted({w for w, _, _ in people.turns}):
+        turns += [(reader, a) for a in people.show(reader)["appearances"]
+                  if a["kind"] == "voice" and a["source"] == speech]
+    right = 0
+    for who, start, end in people.turns:
+        heard: dict[str, float] = {}
+        for name, a in turns:
+            overlap = min(end, a["t_end"]) - max(start, a["t"])
+            if overlap > 0:
+                heard[name] = heard.get(name, 0.0) + overlap
+        right += bool(heard) and max(heard, key=heard.get) == who
+    assert right >= 0.9 * len(people.turns), (right, len(people.turns))
+    assert any(a["text"] for _, a in turns)  # the turns carry their words
+
+
+def test_forget_erases_a_person_found_in_footage(people, tmp_path):
+    frames = Path(str(people.mem) + ".frames")
+    rose = people.show("Rose Leslie")
+    crops = [frames / a["crop"] for a in rose["appearances"] if a["crop"]]
+    assert len(crops) == 2 and all(c.is_file() for c in crops)
+    r = people.run("people", "forget", "Rose Leslie")
+    assert r.exit_code == 0, r.output
+    assert not any(c.exists() for c in crops)
+    r = people.run("people", "show", str(rose["id"]))
+    assert r.exit_code == 2 and "no person" in r.output
+    from edge.store import Memory
+
+    with Memory(people.mem, create=False) as m:
+        ids = [a["id"] for a in rose["appearances"]]
+        marks = ",".join("?" * len(ids))
+        assert m.db.execute(f"SELECT count(*) FROM face_vec WHERE appearance_id IN ({marks})",
+                            ids).fetchone()[0] == 0
+        assert not m.db.execute("SELECT 1 FROM links WHERE src_kind = 'person' AND src_id = ?",
+                                (rose["id"],)).fetchone()
+    assert os.path.isdir(frames)  # the other people's crops and the keyframes stay
+
+
+def test_the_interviews_men_are_told_apart(run, tmp_path):
+    """A filmed interview, three men in a noisy room, nobody enrolled (data README: Kyle
+    Gass 0–5.5 s, Sean Evans 6.5–12 s, Jack Black 17–25 s). Different men's turns here are
+    as alike (cosine 0.64–0.77) as one man's (0.67–0.85): an identity is joined by average
+    distance (one ambiguous turn cannot chain two men together) and a voice starts one only
+    after 3 s of speech. Sean and Jack come out as two identities, Jack's two turns as one;
+    Kyle's two short turns (2.7 and 2.4 s, cosine 0.67 to each other) start none — the
+    issue's "three identities" is not reached on this recording (see the report)."""
+    mem = tmp_path / "interview.db"
+    audio = shared(SHARED / "voices" / "interview_three_speakers.mp3")
+    r = run("--memory", mem, "ingest", audio, "--later")
+    assert r.exit_code == 0, r.output
+    listed = json.loads(run("--memory", mem, "people", "--json").stdout)
+    assert listed and all(p["faces"] == 0 and p["name"] is None for p in listed)
+    turns = {p["id"]: json.loads(run("--memory", mem, "people", "show", p["id"], "--json")
+                                 .stdout)["appearances"] for p in listed}
+
+    def who(start: float, end: float) -> int | None:
+        heard = {i: sum(max(0.0, min(end, a["t_end"]) - max(start, a["t"])) for a in found)
+                 for i, found in turns.items()}
+        best = max(heard, key=heard.get)
+        return best if heard[best] > 0.5 * (end - start) else None
+    sean, jack = who(7.1, 12.0), who(14.5, 20.5)
+    assert sean is not None and jack is not None and sean != jack
+    assert who(21.2, 25.0) == jack
+
+
+def test_edge_ask_when_did_i_last_see_him_cites_his_clip(people):
+    """The contract's ask: answered from the appearances (no model call), citing the clip of
+    the footage he was seen in; `edge search` with his name lists that clip first."""
+    (a,) = [x for x in people.show("Barack Obama")["appearances"] if not x["enrolled"]]
+    r = people.run("ask", "when did I last see Barack Obama?", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["verdict"] == "found" and "Barack Obama" in res["answer"]
+    assert [m["clip_id"] for m in res["moments"] if m["cited"]] == [a["clip_id"]]
+    s = people.run("search", "Barack Obama", "--json")
+    assert s.exit_code == 0, s.output
+    assert json.loads(s.stdout)["moments"][0]["clip_id"] == a["clip_id"]
