@@ -139,7 +139,7 @@ def reembed_vectors(memory, hub, stopper: StopAfterClip):
             bar.close()
 
 
-@click.command("build")
+@click.command("build", short_help="Build the queued LLM tier (keys, pyramid); resumable.")
 @memory_options
 @click.option("--pyramid", is_flag=True,
               help="Also queue the PyraVid pyramid of every clip that has none (backfills a "
