@@ -61,7 +61,7 @@ def test_ask_without_memory_says_how_to_build_one(run):
 
 
 def test_bad_time_and_missing_path_are_clear_errors(run, tmp_path):
-    r = run("ingest", str(tmp_path / "nope.mp4"))  # exit code 2: what was typed (README)
+    r = run("ingest", str(tmp_path / "nope.mp4"))  # exit code 2: what was typed (docs/errors.md)
     assert r.exit_code == 2 and "no such file" in r.output
     r = run("ingest", "--start", "teatime", str(tmp_path))
     assert r.exit_code == 2 and "cannot read the time" in r.output
