@@ -61,7 +61,7 @@ def test_ask_without_memory_says_how_to_build_one(run):
 
 
 def test_bad_time_and_missing_path_are_clear_errors(run, tmp_path):
-    r = run("ingest", str(tmp_path / "nope.mp4"))  # exit code 2: what was typed (README)
+    r = run("ingest", str(tmp_path / "nope.mp4"))  # exit code 2: what was typed (docs/errors.md)
     assert r.exit_code == 2 and "no such file" in r.output
     r = run("ingest", "--start", "teatime", str(tmp_path))
     assert r.exit_code == 2 and "cannot read the time" in r.output
@@ -177,7 +177,7 @@ def test_status_ages_are_whole_seconds():
 
 
 def test_the_readme_names_a_broken_file_with_the_word_ingest_prints():
-    """``edge ingest`` marks a file it cannot read ``! failed``; the README says the same."""
+    """``edge ingest`` marks a file it cannot read ``! failed``; docs/memory.md says the same."""
     import re
     from types import SimpleNamespace
 
@@ -191,8 +191,8 @@ def test_the_readme_names_a_broken_file_with_the_word_ingest_prints():
     lines = ingest_lines(report, ROOT / "m.db", {"clips": 0, "hours": 0.0})
     printed = lines[0].split()[1]
     assert (lines[0].split()[0], printed) == ("!", "failed")
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    said = re.search(r"A broken file is listed as `?(\w+)`?", readme).group(1)
+    docs = " ".join((ROOT / "docs" / "memory.md").read_text().split())
+    said = re.search(r"A broken file is listed as `?(\w+)`?", docs).group(1)
     assert said == printed
 
 

@@ -1,5 +1,5 @@
 """What the user types, refused the same way everywhere (issue 42, item 5): one line, no
-traceback, the exit code README's "Errors you may meet" gives; and ``edge search`` refuses
+traceback, the exit code docs/errors.md gives; and ``edge search`` refuses
 the question ``edge ask`` refuses as too long, at the same length, before any model call."""
 
 from __future__ import annotations
@@ -186,11 +186,14 @@ def test_a_bad_input_is_one_line_and_the_exit_code_readme_gives(run, memory_file
 
 
 def test_readme_gives_these_exit_codes():
-    """The rule the test above holds the commands to is README's, word for word."""
+    """The rule the test above holds the commands to is docs/errors.md's, word for word, and
+    the README says it in short."""
     from tests.conftest import ROOT
 
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    errors = " ".join((ROOT / "docs" / "errors.md").read_text().split())
     assert ("Every expected error is one line saying what went wrong and what to do, never a "
             "traceback, and nothing already stored is lost. The exit code is 2 when what was "
-            "typed cannot be used as it is" in readme)
-    assert "it is 1 for the rest:" in readme
+            "typed cannot be used as it is" in errors)
+    assert "it is 1 for the rest:" in errors
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "the exit code is 2 for what was typed that cannot be used, 1 for the rest" in readme

@@ -221,7 +221,7 @@ def test_search_equals_the_first_round_of_ask(run, day, hub):
 # ---- errors -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args,message,code", [
-    (("   ",), "the question is empty", 2),  # 2: what was typed cannot be used (README)
+    (("   ",), "the question is empty", 2),  # 2: what was typed cannot be used (docs/errors.md)
     (("--at", "DAY1 09:00", "where is my power bank?"),
      "nothing in memory ends before the question time DAY1 09:00:00; the memory covers", 1),
     (("--from", "DAY1 12:00", "--to", "DAY1 13:00", "where is my power bank?"),

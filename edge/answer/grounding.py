@@ -28,7 +28,7 @@ dev those gained most). The options are compared where they are said, so a quest
 whose options are bare verdicts ("Yes"/"No") is left alone. Other forms measured on dev
 only (the question's cosine weighted 0.5–3, the option's taken relative to the other
 options', ten anchors' evidence): 0.610–0.740 with the solver's letter over 60 settings,
-the steadiest 1–3 questions of 77 above this one — noise, so this form stays (README).
+the steadiest 1–3 questions of 77 above this one — noise, so this form stays (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def ingest_missing(memory: Memory, hub, p: Plan,
 
 def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dict:
     """Measure the plan and write its result to ``p.out``; returns the result (see the
-    README's Benchmarks section for its keys). ``say``: progress lines.
+    docs/benchmarks.md for its keys). ``say``: progress lines.
 
     Raises :class:`BenchError` (bad question file, nothing selected), ``CaptionFileError``
     and the store's and models' setup errors.
@@ -195,7 +195,7 @@ def run_qa(p: Plan, hub, say: Callable[[str], None] = lambda _line: None) -> dic
 
     if p.workers > 1 and "solver" not in hub.remote_roles():
         raise BenchError(f"--workers {p.workers} needs a remote solver (an OpenAI-compatible "
-                         "server: see the README's remote backends); a local llama.cpp model "
+                         "server: see docs/profiles.md, remote roles); a local llama.cpp model "
                          "answers one call at a time, so run with --workers 1")
     n_captions = len(read_caption_file(p.captions))
     questions = select(load_questions(p.questions, n_captions), p.split, p.sample)

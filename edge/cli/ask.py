@@ -31,7 +31,7 @@ from edge.cli.options import (
 from edge.cli.render.ask import AskStream, answer_lines
 
 
-@click.command()
+@click.command(short_help="Answer a question, citing the moments it relied on.")
 @memory_options
 @click.argument("question")
 @scope_options
@@ -102,7 +102,7 @@ def ask(state: State, question: str, at: str | None, from_: str | None, to: str 
     render.echo(answer_lines(result))
 
 
-@click.command()
+@click.command(short_help="Chat about your day in the terminal, with cited moments.")
 @memory_options
 @delta_option("Neighbor window Δ (clips on each side) for answers and a clip's neighbors.")
 @rounds_option("Most retrieval rounds R per question.")

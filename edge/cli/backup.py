@@ -17,7 +17,7 @@ from edge.config import frames_dir
 from edge.errors import StoreError
 
 
-@click.command()
+@click.command(short_help="Copy the memory to DEST, safely while it is written.")
 @memory_options
 @click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True,

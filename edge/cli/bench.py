@@ -12,7 +12,7 @@ from edge.cli import render
 from edge.cli.options import State, json_option
 
 
-@click.group()
+@click.group(short_help="Measure retrieval and answering on question sets.")
 def bench() -> None:
     """Measure retrieval and answering on benchmark question sets."""
 
@@ -29,7 +29,7 @@ _profile_option = click.option(
 _PATH = click.Path(dir_okay=False, path_type=Path)
 
 
-@bench.command()
+@bench.command(short_help="Hit rate, nDCG, ms (and accuracy) of `ask` on a question set.")
 @click.option("--questions", required=True, metavar="FILE|easy|hard",
               help="Question file (EgoLifeQA records + target_clips), or a named set: easy "
                    "(day 1) or hard (days 1-4), which bring their caption file.")
@@ -121,7 +121,7 @@ def qa(state: State, questions: str, captions: Path | None, memory: Path | None,
     click.echo(markdown(result))
 
 
-@bench.command("videos")
+@bench.command("videos", short_help="Hit rate (and accuracy) on Video-MME, LVBench, M3-Bench sets.")
 @click.option("--questions", required=True, type=_PATH,
               help="Question file of a video benchmark: Video-MME, LVBench (JSONL), M3-Bench "
                    "or EgoLifeQA.")
@@ -189,7 +189,7 @@ def videos(state: State, questions: Path, fmt: str | None, memories: Path,
     click.echo(markdown_videos(result))
 
 
-@bench.command("speed")
+@bench.command("speed", short_help="Ingest RTF, `edge ask` latency, KNN latency, peak RSS.")
 @click.option("--only", "parts", default="ingest,answer,knn,rss", show_default=True,
               metavar="PARTS", help="What to measure: ingest (RTF per stage and tier), answer "
                                     "(`edge ask` p50/p95), knn (latency vs memory size), rss "
@@ -251,7 +251,7 @@ def speed(state: State, parts: str, profiles: str | None, footage: tuple[Path, .
     click.echo(speed_markdown(result))
 
 
-@bench.command("report")
+@bench.command("report", short_help="One Markdown report with plots from the bench results.")
 @click.option("--qa", "qa_files", multiple=True, type=_PATH,
               help="`edge bench qa` result JSON (repeatable) [default: every "
                    "benchmarks/results/bench_qa_*.json].")

@@ -159,7 +159,7 @@ def people_line(r) -> str:
     return "people: " + "; ".join(p for p in parts if p) + f" ({r.seconds:.1f} s)"
 
 
-@click.command("build")
+@click.command("build", short_help="Build the queued LLM tier (keys, pyramid); resumable.")
 @memory_options
 @click.option("--pyramid", is_flag=True,
               help="Also queue the PyraVid pyramid of every clip that has none (backfills a "

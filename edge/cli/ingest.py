@@ -161,7 +161,7 @@ def check_paths(paths: tuple[Path, ...], audio: Path | None, audio_offset: float
             f"{' '.join(sorted(MEDIA_SUFFIXES))}, in subfolders too); check the folder")
 
 
-@click.command()
+@click.command(short_help="Turn videos (files or folders) into episodic memory.")
 @memory_options
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--start", default=None, metavar="TIME",
@@ -213,7 +213,7 @@ def ingest(state: State, paths: tuple[Path, ...], start: str | None, audio: Path
         raise SystemExit(1)
 
 
-@click.command("ingest-captions")
+@click.command("ingest-captions", short_help="Build memory from an EgoLife/MERIT caption file.")
 @memory_options
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--extract-keys", is_flag=True,

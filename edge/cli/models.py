@@ -30,12 +30,12 @@ def recommended_rows() -> list[dict]:
     return recommended(load_manifest(), config.models_dir())
 
 
-@click.group()
+@click.group(short_help="Model roles, profiles and weights.")
 def models() -> None:
     """Model roles, profiles and weights."""
 
 
-@models.command("list")
+@models.command("list", short_help="Each role's model, backend, weights, and whether it loads.")
 @memory_options
 @click.option("--no-load", is_flag=True, help="Only resolve weights; do not load the models.")
 @json_option("Print the rows as JSON.")
@@ -67,7 +67,8 @@ def user_rows(*, full: bool, name: str | None = None) -> list[dict]:
     return [artifact_row(spec, config.models_dir(), full=full) for spec in specs]
 
 
-@models.command("recommended")
+@models.command("recommended",
+                short_help="Models to pull: role, size, RAM, license, present or not.")
 @json_option("Print the rows as JSON.")
 def models_recommended(as_json: bool) -> None:
     """Models to pull from a model hub: role, size, RAM needed, license, whether present."""
@@ -78,7 +79,7 @@ def models_recommended(as_json: bool) -> None:
     render.echo(recommended_lines(rows, config.models_dir()))
 
 
-@models.command("pull")
+@models.command("pull", short_help="Download a model from the model hub (needs a network).")
 @click.argument("name")
 def models_pull(name: str) -> None:
     """Download model NAME (GGUF + mmproj) from the model hub into the models directory,
@@ -93,7 +94,7 @@ def models_pull(name: str) -> None:
     render.echo(pulled_lines(name, files))
 
 
-@models.command("add")
+@models.command("add", short_help="Register a model file you made (GGUF or ONNX).")
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--backend", type=click.Choice(BACKENDS), required=True,
@@ -121,7 +122,7 @@ def models_add(name: str, path: Path, backend: str, derived_from: str | None,
     render.echo(added_lines(spec, user_file))
 
 
-@models.command("verify")
+@models.command("verify", short_help="Re-hash your registered model files against their sha256.")
 @click.argument("name", required=False)
 @json_option("Print the rows as JSON.")
 def models_verify(name: str | None, as_json: bool) -> None:
@@ -137,7 +138,7 @@ def models_verify(name: str | None, as_json: bool) -> None:
         raise SystemExit(1)
 
 
-@models.command("user")
+@models.command("user", short_help="Your registered model files: size, quantization, state.")
 @json_option("Print the rows as JSON.")
 def models_user(as_json: bool) -> None:
     """Your registered model files: backend, size, quantization, what each was made from,
@@ -151,7 +152,7 @@ def models_user(as_json: bool) -> None:
                  "add one with `edge models add NAME PATH --backend ...`"])
 
 
-@click.command()
+@click.command(short_help="Check every model role, sqlite-vec, video and memory.")
 @memory_options
 @click.pass_obj
 def doctor(state: State) -> None:

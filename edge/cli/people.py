@@ -42,7 +42,8 @@ def _person(memory, ref: str):
     return found
 
 
-@click.group("people", invoke_without_command=True)
+@click.group("people", invoke_without_command=True,
+             short_help="The people in your footage: list, add, name, merge, forget.")
 @memory_options
 @json_option("Print the people as JSON.")
 @click.pass_context
@@ -59,7 +60,7 @@ def people(ctx: click.Context, as_json: bool) -> None:
     render.echo(people_lines(found, _frames(state), state.memory_path, _tier_on(state)))
 
 
-@people.command("add")
+@people.command("add", short_help="Enrol NAME from photos (a face each) or recordings.")
 @memory_options
 @click.argument("name")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -90,7 +91,7 @@ def add(state: State, name: str, files: tuple[Path, ...]) -> None:
     click.echo(enrol_line(report, state.memory_path))
 
 
-@people.command("name")
+@people.command("name", short_help="Give person ID the name NAME.")
 @memory_options
 @click.argument("ref", metavar="ID")
 @click.argument("name")
@@ -108,7 +109,7 @@ def name_command(state: State, ref: str, name: str) -> None:
     click.echo(f"person {p.id} is now {name.strip()}")
 
 
-@people.command("merge")
+@people.command("merge", short_help="Make two identities one person.")
 @memory_options
 @click.argument("keep", metavar="ID")
 @click.argument("other", metavar="ID")
@@ -128,7 +129,7 @@ def merge(state: State, keep: str, other: str) -> None:
                f"moved{dropped}")
 
 
-@people.command("forget")
+@people.command("forget", short_help="Erase a person: vectors, crops, appearances.")
 @memory_options
 @click.argument("ref", metavar="ID|NAME")
 @click.pass_obj
@@ -152,7 +153,7 @@ def forget(state: State, ref: str) -> None:
                f"appearance(s) with their vectors, {deleted} crop file(s)")
 
 
-@people.command("show")
+@people.command("show", short_help="Where a person was seen or heard, clip by clip.")
 @memory_options
 @click.argument("ref", metavar="ID|NAME")
 @json_option("Print the person and the appearances as JSON.")

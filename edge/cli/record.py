@@ -115,7 +115,7 @@ def record_logging(spool: Path) -> None:
     log.addHandler(fh)
 
 
-@click.command()
+@click.command(short_help="Record a camera, stream, file or folder into memory.")
 @memory_options
 @click.option("--camera", default=None, metavar="INDEX",
               help="Record a webcam: its index (0 = /dev/video0) or device name.")
@@ -188,7 +188,7 @@ def record(state: State, camera: str | None, url: str | None, watch: Path | None
     raise SystemExit(code)
 
 
-@click.command()
+@click.command(short_help="The recorder's state: source, queue, lag, disk, errors.")
 @memory_options
 @json_option("Print the status as JSON.")
 @click.pass_obj

@@ -12,7 +12,7 @@ from edge.cli.render.ask import AskStream
 from edge.cli.render.report import report_lines, report_markdown
 
 
-@click.command()
+@click.command(short_help="Write a cited report of a day or a span of time.")
 @memory_options
 @click.option("--day", default=None, metavar="DAY",
               help="The day to report ('DAY1', '2025-02-20') [default: the memory's last day "

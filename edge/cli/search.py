@@ -63,7 +63,7 @@ def search_result(memory, found) -> dict:
             "note": found.note, "ms": found.ms}
 
 
-@click.command()
+@click.command(short_help="Show the moments `edge ask` would start from (no LLM).")
 @memory_options
 @click.argument("question")
 @scope_options

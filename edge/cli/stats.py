@@ -9,7 +9,7 @@ from edge.cli.options import State, json_option, memory_options, open_memory
 from edge.cli.render.status import stats_lines
 
 
-@click.command()
+@click.command(short_help="What the memory holds: clips, hours, days, model calls.")
 @memory_options
 @json_option("Print the counts as JSON.")
 @click.pass_obj
