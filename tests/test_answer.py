@@ -269,7 +269,8 @@ def test_one_round_merit_loop_filters_then_answers(day, hub):
     out = json.loads(json.dumps(res.as_dict()))
     assert list(out) == ["question", "asked_at", "answer", "sufficient", "moments", "rounds",
                          "usage", "seconds", "note", "evidence_count", "extra", "scope",
-                         "sub_queries", "final", "citation_check"]
+                         "sub_queries", "final", "citation_check", "verdict", "quotes"]
+    assert out["verdict"] in ("found", "unverified", "not_found")  # one word for the answer
     assert list(out["rounds"][0]) == ["round", "query", "anchors", "evidence", "decision",
                                       "queries", "filtered", "expanded"]
     assert out["scope"] == {"label": "", "start": None, "end": parse_moment("DAY1 11:21")}

@@ -204,7 +204,8 @@ def test_the_judge_tells_a_right_free_answer_from_a_wrong_one(default_solver):
     right = judge_answer(default_solver, q, "Alice", "Alice tuned the red guitar.")
     wrong = judge_answer(default_solver, q, "Alice", "It was Shure, in the kitchen.")
     assert right.correct is True and wrong.correct is False
-    assert 2 <= default_solver.usage.summary(mark)["calls"] <= 4
+    # the reference's word held by the right answer needs no call; the wrong one is judged
+    assert 1 <= default_solver.usage.summary(mark)["calls"] <= 3
 
 
 @pytest.mark.slow
