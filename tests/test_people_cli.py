@@ -50,6 +50,28 @@ def test_bad_enrolments_are_refused_and_store_nothing(run, tmp_path):
     assert r.exit_code == 2 and "number" in r.output
 
 
+def test_a_video_or_a_recording_of_several_voices_is_refused(run, tmp_path):
+    """A video is not a voice sample (the Hamilton clip used to be enrolled as one voice),
+    the three-man interview is several voices, an undecodable photo's line says so once;
+    one narrator's clean recording (two turns split by a pause) still enrols."""
+    mem = tmp_path / "m.db"
+    junk = tmp_path / "note.jpg"
+    junk.write_text("hello\n")
+    cases = [(shared(FACES / "short_hamilton_clip.mp4"), "a video"),
+             (shared(SHARED / "voices" / "interview_three_speakers.mp3"),
+              "more than one voice"),
+             (junk, "not a readable image")]
+    for file, said in cases:
+        r = run("--memory", mem, "people", "add", "Kit", file)
+        assert r.exit_code == 2, r.output
+        assert said in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.output.count(str(file)) == 1 and r.output.count(said) == 1, r.output
+        assert not mem.exists()
+    r = run("--memory", mem, "people", "add", "Narrator",
+            shared(SHARED / "audio" / "narrated_speech_17s.mp3"))
+    assert r.exit_code == 0 and "1 voice(s)" in r.output, r.output
+
+
 def test_name_merge_forget_and_list_through_the_command_line(run, tmp_path):
     mem = tmp_path / "m.db"
     frames = tmp_path / "m.db.frames"

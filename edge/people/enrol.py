@@ -74,7 +74,9 @@ def _photo(path: Path, embedder) -> Sample:
     try:
         faces = embedder.faces_in_file(path)
     except ValueError as e:
-        raise InputError(f"{path}: not a readable image ({e})") from None
+        why = str(e)  # the model's message already names the file and says it is unreadable
+        raise InputError(why if str(path) in why else f"{path}: not a readable image ({why})"
+                         ) from None
     usable = [f for f in faces if f.usable and f.vector is not None]
     if len(usable) > 1:
         raise InputError(f"{path}: {len(usable)} faces in the photo; enrol from a photo of "
@@ -93,13 +95,64 @@ def _recording(path: Path, encoder) -> Sample:
     """A recording's voice vector (its whole speech), or :class:`InputError`."""
     from models.voices import SAMPLE_RATE, VoiceError, load_audio_file
 
+    if _has_video(path):
+        raise InputError(f"{path}: a video; enrol from photos of the face or an audio "
+                         "recording of the voice (`edge ingest` it to find the people in it)")
     try:
         wav = load_audio_file(path)
         vector = encoder.embed_utterance(wav)
+        speakers = _speakers(encoder, wav, len(wav) / SAMPLE_RATE)
     except VoiceError as e:
         raise InputError(f"{path}: no voice to enrol ({e}); give a recording of the "
                          "person speaking alone, a few seconds or more") from None
+    if speakers:
+        raise InputError(f"{path}: more than one voice in the recording (its {speakers} "
+                         f"turns of {LONG_TURN:g} s or more do not sound alike); enrol from "
+                         "a recording of the person speaking alone")
     return Sample(path, "voice", vector, min(1.0, len(wav) / SAMPLE_RATE / 10.0))
+
+
+LONG_TURN = 3.0
+"""Seconds a speaker turn must last to count as a voice in an enrolment recording (the
+online tier's minimum voice: a voice of 3+ s makes a person)."""
+
+OTHER_VOICE = 0.6
+"""Cosine under which two long turns are two speakers (the turn splitter's own cut)."""
+
+OTHER_VOICE_MANY = 0.7
+"""The same with 3+ long turns. Measured on the shared data: one LibriSpeech reader's six
+utterances joined with pauses give turns at 0.79–0.97 to each other, three readers joined
+0.43–0.50 (lowest pair), the noisy three-man interview 0.66 over 9 turns, the one-narrator
+``narrated_speech_17s.mp3`` 0.69 over 2 turns. A heuristic: GE2E separates noisy men
+poorly (docs/people.md)."""
+
+
+def _has_video(path: Path) -> bool:
+    """Whether ``path`` holds a video stream (an audio file's cover art does not count);
+    ``False`` when it cannot be opened (the audio reader then says why)."""
+    import av
+
+    try:
+        with av.open(str(path)) as c:
+            return any(not (s.disposition & av.stream.Disposition.attached_pic)
+                       for s in c.streams.video)
+    except (av.FFmpegError, OSError, ValueError):
+        return False
+
+
+def _speakers(encoder, wav: np.ndarray, seconds: float) -> int:
+    """0 when the recording sounds like one speaker, else how many long turns
+    (:data:`LONG_TURN`) it has: two of them under :data:`OTHER_VOICE` to each other, or 3+
+    with a pair under :data:`OTHER_VOICE_MANY`."""
+    from models.voices import cosine
+
+    turns = [t for t in encoder.speaker_turns(wav, [(0.0, seconds)])
+             if t.end - t.start >= LONG_TURN]
+    if len(turns) < 2:
+        return 0
+    lowest = min(cosine(a.vector, b.vector) for i, a in enumerate(turns) for b in turns[i + 1:])
+    cut = OTHER_VOICE if len(turns) == 2 else OTHER_VOICE_MANY
+    return len(turns) if lowest < cut else 0
 
 
 def enrol(memory, name: str, samples: Sequence[Sample], thresholds: Thresholds
