@@ -332,7 +332,8 @@ def what_failed(e: Exception) -> str:
 def final_call(run: Run, msgs: list[dict], schema: dict) -> dict:
     """An answering call (the final answer, or ``adaptive``/``single``'s answer-and-decide)
     with ``opts.answer_tokens``, its answer streamed to ``run.on_token``; a reply cut at
-    that budget is asked again once with twice the budget (when that fits the context)."""
+    that budget is asked again once with twice the budget (when that fits the context), streamed
+    too (the quotes come first: a cut reply has often not reached its answer yet)."""
     budget = run.opts.answer_tokens
     try:
         return run.solver.chat_json(msgs, role="solver", schema=schema, max_tokens=budget,
@@ -342,6 +343,6 @@ def final_call(run: Run, msgs: list[dict], schema: dict) -> dict:
             raise
         try:
             return run.solver.chat_json(msgs, role="solver", schema=schema,
-                                        max_tokens=2 * budget)
+                                        max_tokens=2 * budget, **streamed(run))
         except ContextOverflowError:
             raise LLMOutputError(f"{budget} tokens were not enough", cut=True) from e
