@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 from edge.store import Memory
 from edge.store.people_read import Appearance
-from edge.timeline import TimeWindow, format_moment
+from edge.timeline import format_moment
 
 from .citations import content_stems
 from .people_q import PersonQuestion, person_question
+from .people_search import in_scope
 from .question import Run
 from .records import Answer, Moment
 
@@ -48,15 +49,6 @@ def people_answer(run: Run) -> Answer | None:
     if pq.ask == "with":
         return _with(run)
     return _said(run, pq)
-
-
-def in_scope(a: Appearance, scope: TimeWindow) -> bool:
-    """Whether the clip appearance ``a`` falls inside ``scope`` (timeline seconds,
-    ``(start, end]``; an open end counts)."""
-    if a.clip_id is None or a.at is None:
-        return False
-    return ((scope.start is None or a.at >= scope.start)
-            and (scope.end is None or a.at <= scope.end))
 
 
 def _seen(run: Run, pq: PersonQuestion) -> Answer:

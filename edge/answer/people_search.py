@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from edge.recall.retrieval import ScoredClip
 from edge.store import Memory
-from edge.store.people_read import Person
+from edge.store.people_read import Appearance, Person
 from edge.timeline import TimeWindow
 
 from .citations import content_stems
@@ -55,7 +55,7 @@ def with_people(memory: Memory, text: str, scope: TimeWindow,
     kinds: dict[int, str] = {}
     for p in people:
         for a in memory.appearances(p.id):
-            if a.clip_id is not None and a.at is not None and _inside(a.at, scope):
+            if in_scope(a, scope):
                 kinds.setdefault(a.clip_id, a.kind)
     if not kinds:
         return list(anchors)
@@ -76,5 +76,10 @@ def with_people(memory: Memory, text: str, scope: TimeWindow,
     return (first + mixed + tail)[:top_n]
 
 
-def _inside(t: float, scope: TimeWindow) -> bool:
-    return (scope.start is None or t >= scope.start) and (scope.end is None or t <= scope.end)
+def in_scope(a: Appearance, scope: TimeWindow) -> bool:
+    """Whether the clip appearance ``a`` falls inside ``scope`` (timeline seconds; an open
+    side counts); an enrolled appearance (no clip) never does."""
+    if a.clip_id is None or a.at is None:
+        return False
+    return ((scope.start is None or a.at >= scope.start)
+            and (scope.end is None or a.at <= scope.end))

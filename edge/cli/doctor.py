@@ -140,10 +140,8 @@ def check_roles(hub, *, load: bool = True) -> list[dict]:
                 row["detail"] += f"; {time.perf_counter() - t0:.1f} s"
                 row["loaded"] = True
             row["ok"] = True
-        except (WeightsMissingError, WeightsCorruptError) as e:
-            row["error"] = str(e)
         except Exception as e:  # a doctor reports, it does not crash
-            row["error"] = f"{e.__class__.__name__}: {e}"
+            row["error"] = failure(e)
         rows.append(row)
     return rows
 
@@ -225,8 +223,15 @@ def voice_check(hub) -> Check:
                                      f"vectors, sha256 as recorded, silence refused; "
                                      f"{time.perf_counter() - t0:.1f} s")
     except Exception as e:  # a doctor reports, it does not crash
-        return Check("voices", False, f"{e.__class__.__name__}: {e}"
-                     if not isinstance(e, WeightsMissingError | WeightsCorruptError) else str(e))
+        return Check("voices", False, failure(e))
+
+
+def failure(e: Exception) -> str:
+    """A failed check's words: a missing or corrupt weights file says what to do itself;
+    anything else is named by its class."""
+    if isinstance(e, WeightsMissingError | WeightsCorruptError):
+        return str(e)
+    return f"{e.__class__.__name__}: {e}"
 
 
 def face_check(hub) -> Check:
@@ -248,8 +253,7 @@ def face_check(hub) -> Check:
                                     f"sha256 as recorded): {FACE_DIM}-d descriptors, one "
                                     f"person under {FACE_MATCH}; {time.perf_counter() - t0:.1f} s")
     except Exception as e:  # a doctor reports, it does not crash
-        return Check("faces", False, f"{e.__class__.__name__}: {e}"
-                     if not isinstance(e, WeightsMissingError | WeightsCorruptError) else str(e))
+        return Check("faces", False, failure(e))
 
 
 def _memory_check(memory_path: Path) -> Check:
