@@ -17,6 +17,7 @@ the previous call's tokens.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from models.cancel import current_cancel
@@ -167,6 +168,7 @@ class LlamaCppLLM(LlamaSession, TokenProbabilities):
         schema: dict,
         max_tokens: int = 256,
         on_token: OnToken | None = None,
+        on_retry: Callable[[], OnToken | None] | None = None,
         keep_prefix: bool = False,
     ) -> dict:
         """A JSON object that validates against ``schema``.
@@ -180,10 +182,12 @@ class LlamaCppLLM(LlamaSession, TokenProbabilities):
         cache) → :class:`LLMOutputError` if that fails too. With ``grammar="always"``: the
         constrained reply → on failure one repair call that shows the model its broken reply
         and the error → :class:`LLMOutputError`. Either way at most two metered calls.
-        ``on_token`` streams the first reply only (see :meth:`chat`; feed it to a
-        :class:`JsonFieldStream` to show one field as it is written): a second reply is not
-        streamed, so a terminal never shows a second reply after the broken one; when the
-        returned object differs from what was streamed, show the returned one.
+        ``on_token`` streams the first reply (see :meth:`chat`; feed it to a
+        :class:`JsonFieldStream` to show one field as it is written). A second reply is
+        streamed only to what ``on_retry()`` returns, called just before it (the caller
+        clears what the broken reply showed, e.g. with a progress line, and hands back a
+        fresh stream); without ``on_retry`` it is not streamed, so a terminal never shows a
+        second reply run on after the broken one.
         ``keep_prefix``: see :meth:`chat`.
         """
         import jsonschema
@@ -205,7 +209,8 @@ class LlamaCppLLM(LlamaSession, TokenProbabilities):
             res2 = None
             try:
                 res2 = self.chat(again, role=role, schema=schema, max_tokens=max_tokens,
-                                 keep_prefix=keep_prefix, retry=True)
+                                 keep_prefix=keep_prefix, retry=True,
+                                 on_token=on_retry() if on_retry and on_token else None)
                 return _parse_valid(res2.text, schema, jsonschema)
             except (ValueError, jsonschema.ValidationError, ContextOverflowError) as second:
                 cut = "length" in (res.finish_reason, res2 and res2.finish_reason)

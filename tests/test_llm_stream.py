@@ -135,6 +135,41 @@ def test_a_streamed_json_answer_shows_its_answer_field_as_it_is_written(hub):
     assert (streamed.tokens_in, streamed.tokens_out) == (plain.tokens_in, plain.tokens_out)
 
 
+def test_a_broken_streamed_reply_is_asked_again_and_the_retry_streams_afresh(hub):
+    """The free reply misses a field the schema requires (the prompt asks for another
+    one): ``chat_json`` asks again under the grammar, calls ``on_retry`` first, and the
+    second reply's ``answer`` streams to the stream it returned — the chat shows the
+    answer even when the first reply was cut inside its quotes (issue 42's regression)."""
+    llm = hub.llm("solver")
+    if llm.grammar != "on_failure":
+        pytest.skip("the first reply is constrained: it cannot be broken")
+    schema = {"type": "object", "properties": {"answer": {"type": "string"},
+                                               "sure": {"type": "boolean"}},
+              "required": ["answer", "sure"]}
+    msgs = [{"role": "system", "content": 'Reply with only a JSON object: {"reply": the '
+             "answer in a few words}."},
+            {"role": "user", "content": "Notes: [1] I put the keys in the red bowl.\n"
+             "Question: where are the keys?"}]
+    first: list[str] = []
+    second: list[str] = []
+    retries: list[int] = []
+
+    def on_retry():
+        retries.append(1)
+        return JsonFieldStream("answer", second.append).feed
+
+    out = llm.chat_json(msgs, role="solver", schema=schema, max_tokens=80,
+                        on_token=JsonFieldStream("answer", first.append).feed,
+                        on_retry=on_retry)
+    assert retries == [1] and not first
+    assert "".join(second) == out["answer"] and out["answer"].strip()
+    # without on_retry the second reply is not streamed at all
+    shown: list[str] = []
+    out = llm.chat_json(msgs, role="solver", schema=schema, max_tokens=80,
+                        on_token=JsonFieldStream("answer", shown.append).feed)
+    assert out["answer"].strip() and not shown
+
+
 def test_a_streamed_call_is_cancelled_between_pieces_and_counts_nothing(hub):
     """Esc while the answer is streaming: the cancel event set (here from the callback, at
     the third piece) stops generation at the next token; the model answers normally next."""

@@ -99,9 +99,9 @@ def test_a_question_shows_progress_then_the_answer_and_its_evidence(day, hub):
             assert answer is not None and answer.answer.strip()
             shown = str(chat.query(Bubble).last().render())
             assert answer.answer.strip()[:40] in shown and "1 round(s)" in shown
-            # The open answer's text no longer streams into the pending turn since the quotes
-            # come first (issue 42; the cause is not found yet: JsonFieldStream streams such a
-            # reply, see the stop note) — the answer shows whole when it ends.
+            # streamed: a part of the answer showed in the pending turn before it ended (the
+            # tiny solver's free reply is often cut inside its quotes: its retry streams)
+            assert any(answer.answer.strip()[:12] in d for d in drafts), drafts[-1:]
 
             rows = list(chat.query(EntryRow))
             assert [r.entry.clip_id for r in rows] == [m.clip_id for m in answer.moments]

@@ -38,14 +38,23 @@ SUFFICIENCY_TOKENS = 80
 
 
 def streamed(run: Run) -> dict:
-    """``{"on_token": …}`` for the call whose reply is an answer, when the caller asked for
-    the answer's text as it is written (``ask(on_token=…)``): the reply's ``answer`` field
-    (a multiple-choice question's one-sentence ``reason``, after its letter) reaches
-    ``run.on_token`` piece by piece; ``{}`` otherwise."""
+    """``{"on_token": …, "on_retry": …}`` for the call whose reply is an answer, when the
+    caller asked for the answer's text as it is written (``ask(on_token=…)``): the reply's
+    ``answer`` field (a multiple-choice question's one-sentence ``reason``, after its
+    letter) reaches ``run.on_token`` piece by piece. When that reply is broken JSON (a free
+    reply cut before its answer) and the solver asks again under the schema, a progress line
+    says so (the chat and the terminal drop the draft) and the second reply streams afresh;
+    ``{}`` when nothing is streamed."""
     if run.on_token is None:
         return {}
     field = "reason" if run.opts.choices else "answer"
-    return {"on_token": JsonFieldStream(field, run.on_token).feed}
+    on_token = run.on_token
+
+    def again():
+        run.progress("the reply was not valid JSON: asking again under its schema")
+        return JsonFieldStream(field, on_token).feed
+
+    return {"on_token": JsonFieldStream(field, on_token).feed, "on_retry": again}
 
 
 def decompose(run: Run) -> list[str]:

@@ -15,6 +15,7 @@ import json
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from models.cancel import current_cancel, run_cancellable
@@ -278,12 +279,13 @@ class RemoteLLM:
 
     def chat_json(self, messages: list[dict[str, Any]], *, role: str, schema: dict,
                   max_tokens: int = 256, on_token: OnToken | None = None,
+                  on_retry: Callable[[], OnToken | None] | None = None,
                   keep_prefix: bool = False) -> dict:
         """A JSON object that validates against ``schema``: parse → validate → one repair
         call showing the broken reply and the error → :class:`LLMOutputError`. Request
-        errors are those of :meth:`chat`. ``on_token`` sees the first reply only, in one
-        piece (:meth:`chat`), as with :meth:`models.llama_chat.LlamaCppLLM.chat_json`;
-        ``keep_prefix``: see :meth:`chat`."""
+        errors are those of :meth:`chat`. ``on_token`` sees the first reply, in one piece
+        (:meth:`chat`), and what ``on_retry()`` returns sees the repair, as with
+        :meth:`models.llama_chat.LlamaCppLLM.chat_json`; ``keep_prefix``: see :meth:`chat`."""
         import jsonschema
 
         res = self.chat(messages, role=role, schema=schema, max_tokens=max_tokens,
@@ -296,7 +298,8 @@ class RemoteLLM:
                        "Reply again with only the JSON object, complete and valid."}]
             try:
                 res2 = self.chat(repair, role=role, schema=schema, max_tokens=max_tokens,
-                                 retry=True)
+                                 retry=True,
+                                 on_token=on_retry() if on_retry and on_token else None)
                 return _parse_valid(res2.text, schema, jsonschema)
             except (ValueError, jsonschema.ValidationError, ContextOverflowError) as second:
                 raise LLMOutputError(
