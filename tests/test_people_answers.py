@@ -69,3 +69,23 @@ def test_a_search_for_a_name_ranks_that_persons_clips_first(people_memory, hub):
     other = first_round(memory, hub.embedder, "a quiet room",
                         AskOptions(at=parse_moment("DAY1 11:00")))
     assert all(a.key_type != "face" for a in other.anchors)  # nobody named: unchanged
+
+
+def test_a_known_person_never_seen_is_said_so_without_a_guess_label(people_memory, hub):
+    """Enrolled but never in the footage: ask says so with no model call and the verdict
+    line does not call the program's own sentence a guess; search says the moments it lists
+    only match the words."""
+    from edge.answer.records import verdict_words
+
+    memory, ids = people_memory
+    memory.new_identity("Kit Harington")
+    res = ask(memory, hub, "When did I last see Kit Harington?", at=parse_moment("DAY1 11:00"))
+    assert res.verdict == "not_found" and res.usage["llm"]["calls"] == 0
+    assert res.answer.startswith("Kit Harington has not been seen or heard in memory")
+    assert verdict_words(res) == "not found in memory" and not res.moments
+    found = first_round(memory, hub.embedder, "Kit Harington",
+                        AskOptions(at=parse_moment("DAY1 11:00")))
+    assert "Kit Harington is known (enrolled) but not seen or heard" in found.note
+    seen = first_round(memory, hub.embedder, "Barack Obama",
+                       AskOptions(at=parse_moment("DAY1 11:00")))
+    assert "known (enrolled)" not in seen.note

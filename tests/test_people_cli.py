@@ -80,7 +80,13 @@ def test_name_merge_forget_and_list_through_the_command_line(run, tmp_path):
     assert r.exit_code == 0 and "Enrolled new person Barack Obama (id 1): 2 face(s)" in r.output
     r = run("--memory", mem, "people", "add", "barack obama", FACES / "obama_3.jpg")
     assert r.exit_code == 0 and "Added to Barack Obama (id 1)" in r.output
-    assert run("--memory", mem, "people", "add", "Biden", FACES / "biden_1.jpg").exit_code == 0
+    r = run("--memory", mem, "people", "add", "Biden", FACES / "biden_1.jpg")
+    assert r.exit_code == 0 and "Warning" not in r.output  # another face: no warning
+    # the same face under a second name: stored as asked, with a warning naming the match
+    r = run("--memory", mem, "people", "add", "Joe B", FACES / "biden_2.jpg")
+    assert r.exit_code == 0 and "Warning: these look like Biden (id 2)" in r.output
+    assert "edge people merge 2 3" in r.output and "Barack" not in r.output
+    assert run("--memory", mem, "people", "forget", "Joe B").exit_code == 0
     listed = json.loads(run("--memory", mem, "people", "--json").stdout)
     assert [(p["id"], p["name"], p["faces"], p["enrolled"], p["clips"]) for p in listed] == [
         (1, "Barack Obama", 3, 3, 0), (2, "Biden", 1, 1, 0)]

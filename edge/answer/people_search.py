@@ -76,6 +76,20 @@ def with_people(memory: Memory, text: str, scope: TimeWindow,
     return (first + mixed + tail)[:top_n]
 
 
+def unseen_note(memory: Memory, text: str, scope: TimeWindow) -> str:
+    """A note for a search that names known people (:func:`named_people`) none of whom was
+    seen or heard in ``scope`` — "Barack Obama is known (enrolled) but was not seen or heard
+    in the clips searched: these moments only match the words." — so that unrelated clips
+    are not read as theirs; ``""`` when one of them was, or nobody known is named."""
+    people = named_people(memory, text)
+    if not people or any(in_scope(a, scope) for p in people for a in memory.appearances(p.id)):
+        return ""
+    names = " and ".join(p.name for p in people)
+    verb = "is" if len(people) == 1 else "are"
+    return (f"{names} {verb} known (enrolled) but not seen or heard in the clips searched: "
+            "these moments only match the words.")
+
+
 def in_scope(a: Appearance, scope: TimeWindow) -> bool:
     """Whether the clip appearance ``a`` falls inside ``scope`` (timeline seconds; an open
     side counts); an enrolled appearance (no clip) never does."""

@@ -25,7 +25,18 @@ VERDICT_SAID = {
     "unverified": "unverified: no cited moment shows it",
 }
 """What ``edge ask`` and the chat say beside the answer for each :data:`Verdict` (nothing
-for ``found`` and ``no_answer``)."""
+for ``found`` and ``no_answer``); see :func:`verdict_words`."""
+
+
+def verdict_words(answer: Answer) -> str:
+    """What ``edge ask`` and the chat say beside ``answer`` (:data:`VERDICT_SAID`), ``""``
+    for none. A ``not_found`` answer that no model wrote (the program's own sentence: "Barack
+    Obama has not been seen or heard in memory.", "No lunch on DAY2 is in memory.") is not a
+    guess and is said to be only "not found in memory"."""
+    words = VERDICT_SAID.get(answer.verdict, "")
+    if answer.verdict == "not_found" and not answer.usage.get("llm", {}).get("calls"):
+        return "not found in memory"
+    return words
 
 Role = Literal["anchor", "neighbor", "linked"]
 """Why a clip is evidence: retrieved (anchor clip), inside an anchor's neighbor window Δ

@@ -39,7 +39,7 @@ from models.repeats import norm_words
 
 from .events import EventScope, event_scope
 from .options import AskOptions, with_fusion_of
-from .people_search import with_people
+from .people_search import unseen_note, with_people
 from .scope import check_question, join_notes, resolve_scope, unbuilt_note
 
 DEFAULT_TOP_N = 5
@@ -344,6 +344,7 @@ def first_round(memory: Memory, embedder, question: str, opts: AskOptions, *,
     queries = round_queries(question, opts, sub_queries)
     vecs = embed_queries(embedder, queries)
     anchors = round_anchors(memory, queries, vecs, opts, scope, n)
+    note = join_notes(note, unseen_note(memory, question, scope))
     return FirstRound(scope, queries, vecs, anchors, join_notes(note, unbuilt_note(memory, scope)),
                       round(1000 * (time.perf_counter() - t0), 1))
 

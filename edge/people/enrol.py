@@ -51,6 +51,7 @@ class EnrolReport:
     faces: int = 0
     voices: int = 0
     claimed: list[int] = field(default_factory=list)
+    resembles: list[tuple[int, str]] = field(default_factory=list)
 
 
 def read_samples(files: Sequence[Path], face_model, voice_model) -> list[Sample]:
@@ -174,7 +175,22 @@ def enrol(memory, name: str, samples: Sequence[Sample], thresholds: Thresholds
                 crops[crop] = s.crop
             setattr(report, f"{s.kind}s", getattr(report, f"{s.kind}s") + 1)
         report.claimed = _claim(memory, ident, samples, thresholds)
+        report.resembles = _resembles(memory, ident, samples, thresholds)
     return report, crops
+
+
+def _resembles(memory, ident: int, samples: Sequence[Sample], thresholds: Thresholds
+               ) -> list[tuple[int, str]]:
+    """The other named identities whose nearest vector to an enrolled sample is under the
+    threshold, ``(id, name)`` in the order met."""
+    names = {p.id: p.name for p in memory.persons() if p.name and p.id != ident}
+    found: dict[int, str] = {}
+    for s in samples:
+        near = [c for c in memory.nearest(s.kind, s.vector, KNN) if c[1] in names]
+        other, _ = choose(near, thresholds.distance(s.kind))
+        if other is not None:
+            found.setdefault(other, names[other])
+    return list(found.items())
 
 
 def _claim(memory, ident: int, samples: Sequence[Sample], thresholds: Thresholds

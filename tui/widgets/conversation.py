@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from edge.answer.records import VERDICT_SAID
+from edge.answer.records import verdict_words
 
 
 class Bubble(Static):
@@ -32,7 +32,7 @@ class Conversation(VerticalScroll):
             body = (f"{answer.answer}. {answer.extra['choices'][answer.answer]} — "
                     f"{answer.extra['reason']}")
         check = answer.citation_check
-        said = VERDICT_SAID.get(answer.verdict)
+        said = verdict_words(answer)
         if said:
             t.append(f"{said[0].upper()}{said[1:]} — ", style="yellow")
         t.append(body)

@@ -10,7 +10,7 @@ import time
 
 import click
 
-from edge.answer.records import VERDICT_SAID
+from edge.answer.records import verdict_words
 from edge.cli.render import WIDTH
 
 EXCERPT = 160
@@ -83,7 +83,7 @@ def answer_lines(result) -> list[str]:
 def verdict(result) -> str:
     """`` (not found in memory: …)``, `` (not yet: …)`` or `` (unverified: …)`` after
     ``Answer`` by the answer's ``verdict``; ``""`` when it is found."""
-    words = VERDICT_SAID.get(getattr(result, "verdict", "found"))
+    words = verdict_words(result)
     return f" ({words})" if words else ""
 
 

@@ -74,4 +74,7 @@ def enrol_line(report, memory: Path) -> str:
         line += (f"; joined {len(report.claimed)} unnamed identit"
                  f"{'y' if len(report.claimed) == 1 else 'ies'} already seen "
                  f"({', '.join(map(str, report.claimed))})")
+    for other, name in report.resembles:
+        line += (f"\nWarning: these look like {name} (id {other}), enrolled already; if they "
+                 f"are one person, `edge people merge {other} {report.identity}`")
     return line
