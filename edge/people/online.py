@@ -31,11 +31,13 @@ import numpy as np
 from edge.errors import StoreError
 from edge.people.match import centroid, choose, distances, group
 from edge.people.observe import ClipPeople, FaceGroup
+from models.voice_turns import FRAGMENT_SECONDS
 
 MIN_NEW_SIGHTINGS = 2
 """Frames a face must be seen in, within one clip, to start a new identity."""
-MIN_NEW_SPEECH = 3.0
-"""Seconds a voice must speak, within one clip, to start a new identity."""
+MIN_NEW_SPEECH = FRAGMENT_SECONDS
+"""Seconds a voice must speak, within one clip, to start a new identity (3 s; a shorter turn
+is a fragment that :func:`models.voice_turns.join_fragments` joins to a like neighbour)."""
 KNN = 16
 """Stored vectors compared with each new group."""
 
