@@ -118,6 +118,12 @@ def test_own_terms_leave_out_the_questions_words():
     ("Who was the first to pipe the cream?", "I", ""),
     ("Who said it?", "the person in the kitchen", "who it was"),
     ("Did I buy milk?", "Yes", ""),
+    ("While we chose a pineapple, where did I brag I'd cut one up myself before?", "Alice",
+     "where it was"),
+    ("Where did we eat the KFC?", "I", "where it was"),
+    ("Where did we eat the KFC?", "At the table out in the yard", ""),
+    ("Where did we eat the KFC?", "Upstairs", ""),
+    ("Who took me to the place where we ate?", "Alice", ""),
     ("What did I eat?", "not stated", ""),
 ])
 def test_an_answer_that_misses_what_its_question_asks_for(question, answer, missing):
@@ -125,4 +131,4 @@ def test_an_answer_that_misses_what_its_question_asks_for(question, answer, miss
     the thing's name, "where …?" with the question's words back."""
     from edge.answer.kinds import missing_kind
 
-    assert missing_kind(question, answer) == missing
+    assert missing_kind(question, answer, frozenset({"alice", "tasha"})) == missing

@@ -19,6 +19,7 @@ import numpy as np
 from edge.config import frames_dir
 from edge.prompts import SUFFICIENCY_INSTRUCTION, SUFFICIENCY_SCHEMA
 from edge.recall.decompose import decompose as decompose_question
+from edge.recall.entities import people as known_people
 from edge.recall.expansion import expand_and_prune
 from edge.recall.filtering import filter_neighborhoods
 from edge.recall.retrieval import Neighborhood, ScoredClip, expand_neighbors
@@ -171,7 +172,8 @@ def insist(run: Run, round_no: int, packed: list[Packed],
     o = run.opts
     if o.choices or o.open_check != "quotes" or not decision or not decision.get("answer"):
         return decision
-    what = missing_kind(run.question, decision["answer"])
+    people = frozenset(n.lower() for n, _ in known_people(run.memory))
+    what = missing_kind(run.question, decision["answer"], people)
     if not what:
         return decision
     run.say(round_no, f"asking again: the answer does not say {what}")
@@ -184,7 +186,7 @@ def insist(run: Run, round_no: int, packed: list[Packed],
         return decision
     if NOT_STATED.search(second.get("answer", "")):  # no note says it: not found
         return {**decision, "quotes": [], "cited": [], "cited_clips": [], "not_stated": True}
-    if missing_kind(run.question, second.get("answer", "")):
+    if missing_kind(run.question, second.get("answer", ""), people):
         return decision
     return with_cited_clips(second, packed)
 
