@@ -75,8 +75,7 @@ def main() -> None:
     triples = [tuple(rng.sample(sorted(utterances), 3)) for _ in range(a.triples)]
     results = {}
     for r in a.rejoin:
-        vt.REJOIN = r
-        vt.join_fragments.__defaults__ = (r,)
+        vt.REJOIN = r  # read by join_fragments at each call
         results[str(r)] = measure(encoder, utterances, enrolled, triples)
         print(f"rejoin {r}: {results[str(r)]}", flush=True)
     a.out.parent.mkdir(parents=True, exist_ok=True)

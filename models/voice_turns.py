@@ -14,7 +14,8 @@ are joined again, and so is a fragment under 3 s with its neighbour above :data:
 Measured on other utterances of LibriSpeech speakers stitched in turns of 2.5–4.5 s with
 0.3 s gaps, cut into three segments (tests/test_voices.py, and 16 random triples of the ten
 speakers): 99 % of the changes found within 0.8 s and 95 % within 0.5 s; 92 % of the cuts
-are real changes; every turn but one in 250 is closest to the right enrolled speaker.
+are real changes; every turn but one in 250 is closest to the right enrolled speaker (before
+fragments were joined again: see :data:`REJOIN` for what that costs).
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ MIN_TURN = 1.2
 """Seconds between two changes at least: a shorter turn's 1.6 s windows hold its neighbours'
 voices too (measured with the lowest point as the cut: allowing 0.8 s turns made 7.8 % of
 turns fail to match their speaker at 0.8 against 3.1 %, and found no more changes)."""
+REJOIN = 0.65
+"""Cosine above which a fragment (a turn under :data:`FRAGMENT_SECONDS`) and the adjacent turn
+of its segment are joined again (:func:`join_fragments`): a weak dip (0.57–0.6) split Kyle
+Gass's 0–5.5 s of the interview into 2.7 s and 2.4 s turns (0.67 to each other, 0.87 and 0.90
+to his whole span); joined, the turn is 0.97 to it and starts his identity. On 16 random
+triples of the stitched LibriSpeech speakers (``benchmarks/voice_turns.py``): changes
+found within 0.8 s 0.965 → 0.952, turns nearest the right speaker 1.000 → 0.987, named above
+VOICE_MATCH 0.913 → 0.910; at 0.7 the same as at 0.65 but Kyle stays split."""
+FRAGMENT_SECONDS = 3.0
+"""A turn shorter than this is a fragment: too short to start an identity on its own (the
+character tier's ``edge.people.online.MIN_NEW_SPEECH``)."""
 
 
 def split_turns(encoder, wav: np.ndarray, segments: Sequence[tuple[float, float]],
@@ -179,25 +191,12 @@ def join_alike(turns: list[SpeakerTurn], match: float = VOICE_MATCH) -> list[Spe
     return out
 
 
-
-REJOIN = 0.65
-"""Cosine above which a fragment (a turn under :data:`FRAGMENT_SECONDS`) and the adjacent turn
-of its segment are joined again (:func:`join_fragments`): a weak dip (0.57–0.6) split Kyle
-Gass's 0–5.5 s of the interview into 2.7 s and 2.4 s turns (0.67 to each other, 0.87 and 0.90
-to his whole span); joined, the turn is 0.97 to it and starts his identity. On 16 random
-triples of the stitched LibriSpeech speakers (``benchmarks/voice_turns.py``): changes
-found within 0.8 s 0.965 → 0.952, turns nearest the right speaker 1.000 → 0.987, named above
-VOICE_MATCH 0.913 → 0.910; at 0.7 the same as at 0.65 but Kyle stays split."""
-FRAGMENT_SECONDS = 3.0
-"""A turn shorter than this is a fragment: too short to start an identity on its own (the
-character tier's ``edge.people.online.MIN_NEW_SPEECH``)."""
-
-
-def join_fragments(turns: list[SpeakerTurn], match: float = REJOIN) -> list[SpeakerTurn]:
+def join_fragments(turns: list[SpeakerTurn], match: float | None = None) -> list[SpeakerTurn]:
     """``turns`` (one segment's, in order) with each fragment joined to the adjacent turn
-    before it when their vectors' cosine is above ``match`` (the joined vector the
-    length-weighted mean): a change point found at a weak dip inside one speaker's speech
-    leaves two fragments that start no identity."""
+    before it when their vectors' cosine is above ``match`` (default :data:`REJOIN`; the
+    joined vector the length-weighted mean): a change point found at a weak dip inside one
+    speaker's speech leaves two fragments that start no identity."""
+    match = REJOIN if match is None else match
     out: list[SpeakerTurn] = []
     for t in turns:
         p = out[-1] if out else None

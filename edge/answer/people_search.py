@@ -78,8 +78,8 @@ def with_people(memory: Memory, text: str, scope: TimeWindow,
 
 def unseen_note(memory: Memory, text: str, scope: TimeWindow) -> str:
     """A note for a search that names known people (:func:`named_people`) none of whom was
-    seen or heard in ``scope`` — "Barack Obama is known (enrolled) but was not seen or heard
-    in the clips searched: these moments only match the words." — so that unrelated clips
+    seen or heard in ``scope`` — "Barack Obama is known (enrolled) but not seen or heard in
+    the clips searched: these moments only match the words." — so that unrelated clips
     are not read as theirs; ``""`` when one of them was, or nobody known is named."""
     people = named_people(memory, text)
     if not people or any(in_scope(a, scope) for p in people for a in memory.appearances(p.id)):

@@ -28,7 +28,7 @@ from models.llm import ContextOverflowError, LLMOutputError
 from models.repeats import collapse_loops, norm_words
 
 from .evidence import Packed, cited_clips
-from .kinds import NOT_STATED, missing_kind
+from .kinds import NOT_STATED, WHERE_Q, missing_kind
 from .likelihood import likelihood_decision, supports_likelihood
 from .question import Run, reply_format
 from .records import AnchorHit, Decision, Expansion, FinalReply
@@ -172,7 +172,8 @@ def insist(run: Run, round_no: int, packed: list[Packed],
     o = run.opts
     if o.choices or o.open_check != "quotes" or not decision or not decision.get("answer"):
         return decision
-    people = frozenset(n.lower() for n, _ in known_people(run.memory))
+    people = frozenset(n.lower() for n, _ in known_people(run.memory)) \
+        if WHERE_Q.search(run.question) else frozenset()  # only "where" reads them
     what = missing_kind(run.question, decision["answer"], people)
     if not what:
         return decision
