@@ -83,9 +83,24 @@ def test_a_known_person_never_seen_is_said_so_without_a_guess_label(people_memor
     assert res.verdict == "not_found" and res.usage["llm"]["calls"] == 0
     assert res.answer.startswith("Kit Harington has not been seen or heard in memory")
     assert verdict_words(res) == "not found in memory" and not res.moments
+    did = ask(memory, hub, "Did I see Kit Harington today?", at=parse_moment("DAY1 11:00"))
+    assert did.answer.startswith("No: Kit Harington has not been seen or heard in memory")
+    assert did.usage["llm"]["calls"] == 0 and verdict_words(did) == "not found in memory"
+    yes = ask(memory, hub, "Did I see Obama today?", at=parse_moment("DAY1 11:00"))
+    assert yes.answer.startswith("Yes. You last saw Barack Obama at DAY1 10:02:03")
+    assert yes.verdict == "found" and [m.clip_id for m in yes.moments] == [ids[4]]
+    where = ask(memory, hub, "Where did I see Kit Harington?", at=parse_moment("DAY1 11:00"))
+    assert where.verdict == "not_found" and where.usage["llm"]["calls"] == 0
     found = first_round(memory, hub.embedder, "Kit Harington",
                         AskOptions(at=parse_moment("DAY1 11:00")))
     assert "Kit Harington is known (enrolled) but not seen or heard" in found.note
+    assert ".;" not in found.note
+    both = first_round(memory, hub.embedder, "Barack Obama with Kit Harington",
+                       AskOptions(at=parse_moment("DAY1 11:00")))
+    assert "Kit Harington is known" in both.note and "Obama is known" not in both.note
+    kit = first_round(memory, hub.embedder, "where is the first aid kit?",
+                      AskOptions(at=parse_moment("DAY1 11:00")))
+    assert "known (enrolled)" not in kit.note  # "kit" is not Kit
     seen = first_round(memory, hub.embedder, "Barack Obama",
                        AskOptions(at=parse_moment("DAY1 11:00")))
     assert "known (enrolled)" not in seen.note

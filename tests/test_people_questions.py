@@ -20,6 +20,11 @@ NAMES = ["Barack Obama", "Alice", "Joe Biden", "Alice Chen"]
     ("who did I see this morning?", PersonQuestion("with")),
     ("Who said we should leave at six?", PersonQuestion("said", what="we should leave at six")),
     ("Who told me to bring the cake?", PersonQuestion("said", what="to bring the cake")),
+    ("Did I see Joe Biden today?", PersonQuestion("did", "Joe Biden")),
+    ("have we ever met obama?", PersonQuestion("did", "Barack Obama")),
+    ("did I hear Alice this morning", PersonQuestion("did", "Alice")),
+    ("Where did I see Barack Obama?", PersonQuestion("last", "Barack Obama")),
+    ("where did I first meet Joe Biden", PersonQuestion("first", "Joe Biden")),
 ])
 def test_person_questions_are_read_with_the_stored_name(question, want):
     assert person_question(question, NAMES) == want
@@ -30,6 +35,8 @@ def test_person_questions_are_read_with_the_stored_name(question, want):
     "What did Alice say about the cake?",
     "When did I last see the power bank?",
     "Who said",  # nothing said
+    "Did I see the power bank today?",
+    "Where did I see the power bank?",
 ])
 def test_other_questions_are_left_to_the_loop(question):
     assert person_question(question, NAMES) is None

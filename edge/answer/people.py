@@ -44,7 +44,7 @@ def people_answer(run: Run) -> Answer | None:
     pq = person_question(run.question, names)
     if pq is None:
         return None
-    if pq.ask in ("last", "first"):
+    if pq.ask in ("last", "first", "did"):
         return _seen(run, pq)
     if pq.ask == "with":
         return _with(run)
@@ -56,14 +56,18 @@ def _seen(run: Run, pq: PersonQuestion) -> Answer:
     apps = [a for a in run.memory.appearances(person.id) if in_scope(a, run.scope)]
     if not apps:
         until = f" before {_when(run.memory, run.scope.end)}" if run.scope.end else ""
-        return _answer(run, f"{pq.name} has not been seen or heard in memory{until}.", [],
+        where = f" {run.scope.label}" if run.scope.label else until
+        no = "No: " if pq.ask == "did" else ""
+        return _answer(run, f"{no}{pq.name} has not been seen or heard in memory{where}.", [],
                        "not_found")
     apps.sort(key=lambda a: a.at)
-    a = apps[-1] if pq.ask == "last" else apps[0]
+    a = apps[0] if pq.ask == "first" else apps[-1]
     how = "saw" if a.kind == "face" else "heard"
-    word = "last" if pq.ask == "last" else "first"
+    word = "first" if pq.ask == "first" else "last"
     text = (f"You {word} {how} {pq.name} at {_when(run.memory, a.at)} "
             f"({_where(a)}; {len({x.clip_id for x in apps})} clips with {pq.name} in all).")
+    if pq.ask == "did":
+        text = f"Yes. {text}"
     return _answer(run, text, [a.clip_id], "found", matched=a.kind)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-Ask = Literal["last", "first", "with", "said"]
+Ask = Literal["last", "first", "did", "with", "said"]
 
 _SEE = r"(?:see|seen|saw|meet|met|run\s+into|ran\s+into|bump\s+into|talk\s+(?:to|with)|" \
        r"speak\s+(?:to|with)|hear|heard|spot|spotted)"
@@ -28,6 +28,14 @@ _LAST_TIME = re.compile(
 _WHEN_WAS_HERE = re.compile(
     r"^\s*when\s+was\s+(?P<name>.+?)\s+(?P<o1>last|first)\s+(?:here|around|with\s+(?:me|us)|"
     r"seen|heard)\s*[?.!]*\s*$", re.I)
+_SCOPE_TAIL = r"(?:\s+(?:today|tonight|yesterday|this\s+\w+|last\s+night|at\s+.+|on\s+.+|" \
+              r"since\s+.+|after\s+.+|before\s+.+|during\s+.+|earlier))?"
+_DID_SEE = re.compile(
+    rf"^\s*(?:did|have|had)\s+(?:i|we)\s+(?:ever\s+|already\s+)?{_SEE}\s+(?P<name>.+?)"
+    rf"{_SCOPE_TAIL}\s*[?.!]*\s*$", re.I)
+_WHERE_SEEN = re.compile(
+    rf"^\s*where\s+(?:did|have|had|was)\s+(?:i|we)\s+(?:(?P<o1>last|first)\s+)?{_SEE}\s+"
+    rf"(?P<name>.+?)(?:\s+(?P<o2>last|first)(?:\s+time)?)?{_SCOPE_TAIL}\s*[?.!]*\s*$", re.I)
 _WITH = re.compile(
     r"^\s*who\s+(?:(?:was|were)\s+(?:with\s+(?:me|us)|there|around|present)|"
     r"(?:did|have)\s+(?:i|we)\s+(?:see|seen|meet|met)|(?:was|were)\s+at)\b", re.I)
@@ -38,10 +46,11 @@ _SAID = re.compile(
 
 @dataclass(frozen=True)
 class PersonQuestion:
-    """A question the character memory answers: ``ask`` is ``last``/``first`` (when was
-    ``name`` seen or heard), ``with`` (who appeared in the question's time scope) or
-    ``said`` (whose voice said ``what``); ``name`` the identity's name as stored (for
-    ``last``/``first``), ``what`` the words said (for ``said``)."""
+    """A question the character memory answers: ``ask`` is ``last``/``first`` (when or
+    where was ``name`` seen or heard), ``did`` (was ``name`` seen or heard at all in the
+    question's scope: "did I see Alice today?"), ``with`` (who appeared in the question's
+    time scope) or ``said`` (whose voice said ``what``); ``name`` the identity's name as
+    stored (for ``last``/``first``/``did``), ``what`` the words said (for ``said``)."""
 
     ask: Ask
     name: str = ""
@@ -74,7 +83,11 @@ def person_question(question: str, names: Iterable[str]) -> PersonQuestion | Non
     memory's identities; a "when did I last see X" whose X is none of them is ``None``
     (the word-based loop may still find X in captions)."""
     names = list(names)
-    for rx in (_WHEN_SEEN, _LAST_TIME, _WHEN_WAS_HERE):
+    m = _DID_SEE.match(question)
+    if m:
+        name = match_name(m.group("name"), names)
+        return PersonQuestion("did", name) if name else None
+    for rx in (_WHEN_SEEN, _LAST_TIME, _WHEN_WAS_HERE, _WHERE_SEEN):
         m = rx.match(question)
         if m:
             gd = m.groupdict()

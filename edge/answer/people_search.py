@@ -17,8 +17,9 @@ from .citations import content_stems
 
 
 def named_people(memory: Memory, text: str) -> list[Person]:
-    """The named identities ``text`` mentions: by whole name, or by a first or last name
-    no other identity shares (whole words, any case, ``'s`` allowed)."""
+    """The named identities ``text`` mentions: by whole name (any case), or by a first or
+    last name no other identity shares, written capitalised as a name is ("Kit", not the
+    "kit" of "first aid kit"; whole words, ``'s`` allowed)."""
     if not memory.people_ready():
         return []
     people = [p for p in memory.persons() if p.name]
@@ -33,7 +34,7 @@ def named_people(memory: Memory, text: str) -> list[Person]:
         if _has(low, p.name.lower()):
             found[p.id] = p
     for w, ps in words.items():
-        if len(ps) == 1 and len(w) >= 3 and _has(low, w):
+        if len(ps) == 1 and len(w) >= 3 and _has(text, w[0].upper() + w[1:]):
             found.setdefault(ps[0].id, ps[0])
     return list(found.values())
 
@@ -77,17 +78,18 @@ def with_people(memory: Memory, text: str, scope: TimeWindow,
 
 
 def unseen_note(memory: Memory, text: str, scope: TimeWindow) -> str:
-    """A note for a search that names known people (:func:`named_people`) none of whom was
-    seen or heard in ``scope`` — "Barack Obama is known (enrolled) but not seen or heard in
-    the clips searched: these moments only match the words." — so that unrelated clips
-    are not read as theirs; ``""`` when one of them was, or nobody known is named."""
-    people = named_people(memory, text)
-    if not people or any(in_scope(a, scope) for p in people for a in memory.appearances(p.id)):
+    """A note for a search that names known people (:func:`named_people`) not seen or heard
+    in ``scope`` — "Kit Harington is known (enrolled) but not seen or heard in the clips
+    searched; these moments only match the words" — so that unrelated clips are not read as
+    theirs; ``""`` when every one named was, or nobody known is named."""
+    unseen = [p for p in named_people(memory, text)
+              if not any(in_scope(a, scope) for a in memory.appearances(p.id))]
+    if not unseen:
         return ""
-    names = " and ".join(p.name for p in people)
-    verb = "is" if len(people) == 1 else "are"
-    return (f"{names} {verb} known (enrolled) but not seen or heard in the clips searched: "
-            "these moments only match the words.")
+    names = " and ".join(p.name for p in unseen)
+    verb = "is" if len(unseen) == 1 else "are"
+    return (f"{names} {verb} known (enrolled) but not seen or heard in the clips searched; "
+            "these moments only match the words")
 
 
 def in_scope(a: Appearance, scope: TimeWindow) -> bool:

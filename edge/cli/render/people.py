@@ -74,7 +74,8 @@ def enrol_line(report, memory: Path) -> str:
         line += (f"; joined {len(report.claimed)} unnamed identit"
                  f"{'y' if len(report.claimed) == 1 else 'ies'} already seen "
                  f"({', '.join(map(str, report.claimed))})")
-    for other, name in report.resembles:
+    for other, name in report.resembles:  # merge keeps the first id's name: the older one
+        keep, drop = (other, report.identity) if report.created else (report.identity, other)
         line += (f"\nWarning: these look like {name} (id {other}), enrolled already; if they "
-                 f"are one person, `edge people merge {other} {report.identity}`")
+                 f"are one person, `edge people merge {keep} {drop}`")
     return line
