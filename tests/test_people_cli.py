@@ -80,6 +80,10 @@ def test_name_merge_forget_and_list_through_the_command_line(run, tmp_path):
     assert r.exit_code == 0 and "Enrolled new person Barack Obama (id 1): 2 face(s)" in r.output
     r = run("--memory", mem, "people", "add", "barack obama", FACES / "obama_3.jpg")
     assert r.exit_code == 0 and "Added to Barack Obama (id 1)" in r.output
+    # the same photo again (and twice in one call) is skipped, not stored twice
+    r = run("--memory", mem, "people", "add", "Barack Obama", FACES / "obama_3.jpg",
+            FACES / "obama_3.jpg")
+    assert r.exit_code == 0 and "nothing new" in r.output and "2 file(s) skipped" in r.output
     r = run("--memory", mem, "people", "add", "Biden", FACES / "biden_1.jpg")
     assert r.exit_code == 0 and "Warning" not in r.output  # another face: no warning
     # the same face under a second name: stored as asked, with a warning naming the match

@@ -52,6 +52,7 @@ class EnrolReport:
     voices: int = 0
     claimed: list[int] = field(default_factory=list)
     resembles: list[tuple[int, str]] = field(default_factory=list)
+    repeated: int = 0
 
 
 def read_samples(files: Sequence[Path], face_model, voice_model) -> list[Sample]:
@@ -156,6 +157,11 @@ def _speakers(encoder, wav: np.ndarray, seconds: float) -> int:
     return len(turns) if lowest < cut else 0
 
 
+SAME_SAMPLE = 1e-3
+"""Distance under which an enrolled vector is the same sample again (a photo given twice:
+its descriptor is the same to ~1e-7; two photos of one face are ≥ 0.2 apart)."""
+
+
 def enrol(memory, name: str, samples: Sequence[Sample], thresholds: Thresholds
           ) -> tuple[EnrolReport, dict[str, np.ndarray]]:
     """Store ``samples`` as enrolled appearances of the identity named ``name`` (made when
@@ -167,6 +173,16 @@ def enrol(memory, name: str, samples: Sequence[Sample], thresholds: Thresholds
         ident = found.id if found else memory.new_identity(name)
         report = EnrolReport(ident, found.name if found else name.strip(), found is None)
         stamp = time.time_ns()  # crop names never met before, whatever was moved or merged
+        kept: list[Sample] = []
+        for s in samples:
+            same = [c for c in memory.nearest(s.kind, s.vector, 1) if c[1] == ident
+                    and c[2] < SAME_SAMPLE]
+            if same or any(k.kind == s.kind and float(np.linalg.norm(k.vector - s.vector))
+                           < SAME_SAMPLE for k in kept):
+                report.repeated += 1
+            else:
+                kept.append(s)
+        samples = kept
         for j, s in enumerate(samples):
             crop = f"people/e{ident}_{stamp}_{j}.jpg" if s.crop is not None else None
             memory.add_appearance(ident, s.kind, s.vector, quality=s.quality, crop=crop,

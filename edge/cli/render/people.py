@@ -67,9 +67,13 @@ def show_lines(p, appearances: list) -> list[str]:
 def enrol_line(report, memory: Path) -> str:
     """What ``edge people add`` stored."""
     what = ", ".join(f"{n} {k}" for n, k in ((report.faces, "face(s)"),
-                                              (report.voices, "voice(s)")) if n)
+                                              (report.voices, "voice(s)")) if n) \
+        or "nothing new"
     line = (f"{'Enrolled new person' if report.created else 'Added to'} {report.name} "
             f"(id {report.identity}): {what} in {memory}")
+    if report.repeated:
+        line += (f" ({report.repeated} file(s) skipped: the same face or voice is enrolled for "
+                 f"{report.name} already)")
     if report.claimed:
         line += (f"; joined {len(report.claimed)} unnamed identit"
                  f"{'y' if len(report.claimed) == 1 else 'ies'} already seen "
