@@ -74,7 +74,8 @@ def answer_lines(result) -> list[str]:
     u = result.usage["llm"]
     lines.append(f"({len(result.rounds)} round(s), {u['calls']} LLM call(s), {u['tokens_in']} "
                  f"tokens in / {u['tokens_out']} out, {result.seconds:.1f} s)")
-    lines.append("\nMoments (* = cited by the answer):")
+    if result.moments:  # none when the answer said what is not in memory
+        lines.append("\nMoments (* = cited by the answer):")
     for m in result.moments:
         lines += moment_lines(m)
     return lines
