@@ -18,10 +18,11 @@ Ask = Literal["last", "first", "did", "with", "said"]
 
 _SEE = r"(?:see|seen|saw|meet|met|run\s+into|ran\s+into|bump\s+into|talk\s+(?:to|with)|" \
        r"speak\s+(?:to|with)|hear|heard|spot|spotted)"
+_I_SAW = rf"(?:did|have|had|was)\s+(?:i|we)\s+(?:(?P<o1>last|first)\s+)?{_SEE}\s+(?P<name>.+?)"
+"""…"did I (last) see NAME", the part "when"/"where" questions share."""
 _WHEN_SEEN = re.compile(
-    rf"^\s*when\s+(?:did|have|had|was)\s+(?:i|we)\s+(?:(?P<o1>last|first)\s+)?{_SEE}\s+"
-    rf"(?P<name>.+?)(?:\s+(?P<o2>last|first)(?:\s+time)?|\s+for\s+the\s+(?P<o3>first|last)"
-    rf"\s+time)?\s*[?.!]*\s*$", re.I)
+    rf"^\s*when\s+{_I_SAW}(?:\s+(?P<o2>last|first)(?:\s+time)?|\s+for\s+the\s+"
+    rf"(?P<o3>first|last)\s+time)?\s*[?.!]*\s*$", re.I)
 _LAST_TIME = re.compile(
     rf"^\s*when\s+was\s+the\s+(?P<o1>last|first)\s+time\s+(?:that\s+)?(?:i|we)\s+{_SEE}\s+"
     rf"(?P<name>.+?)\s*[?.!]*\s*$", re.I)
@@ -34,8 +35,8 @@ _DID_SEE = re.compile(
     rf"^\s*(?:did|have|had)\s+(?:i|we)\s+(?:ever\s+|already\s+)?{_SEE}\s+(?P<name>.+?)"
     rf"{_SCOPE_TAIL}\s*[?.!]*\s*$", re.I)
 _WHERE_SEEN = re.compile(
-    rf"^\s*where\s+(?:did|have|had|was)\s+(?:i|we)\s+(?:(?P<o1>last|first)\s+)?{_SEE}\s+"
-    rf"(?P<name>.+?)(?:\s+(?P<o2>last|first)(?:\s+time)?)?{_SCOPE_TAIL}\s*[?.!]*\s*$", re.I)
+    rf"^\s*where\s+{_I_SAW}(?:\s+(?P<o2>last|first)(?:\s+time)?)?{_SCOPE_TAIL}\s*[?.!]*\s*$",
+    re.I)
 _WITH = re.compile(
     r"^\s*who\s+(?:(?:was|were)\s+(?:with\s+(?:me|us)|there|around|present)|"
     r"(?:did|have)\s+(?:i|we)\s+(?:see|seen|meet|met)|(?:was|were)\s+at)\b", re.I)
