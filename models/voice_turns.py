@@ -60,8 +60,9 @@ triples of the stitched LibriSpeech speakers (``benchmarks/voice_turns.py``): ch
 found within 0.8 s 0.965 → 0.952, turns nearest the right speaker 1.000 → 0.987, named above
 VOICE_MATCH 0.913 → 0.910; at 0.7 the same as at 0.65 but Kyle stays split."""
 FRAGMENT_SECONDS = 3.0
-"""A turn shorter than this is a fragment: too short to start an identity on its own (the
-character tier's ``edge.people.online.MIN_NEW_SPEECH``)."""
+"""A turn shorter than this is a fragment, joined to a like neighbour (:func:`join_fragments`;
+the character tier starts no identity from under 5 s of one voice in a clip,
+``edge.people.online.MIN_NEW_SPEECH``)."""
 
 
 def split_turns(encoder, wav: np.ndarray, segments: Sequence[tuple[float, float]],

@@ -58,10 +58,15 @@ def stitched_speech(path: Path, utterances: Sequence[Path], *, gap: float = 0.4
         spans.append((t, t + len(wav) / SAMPLE_RATE))
         pieces += [wav, silence]
         t += (len(wav) + len(silence)) / SAMPLE_RATE
-    pcm = (np.clip(np.concatenate(pieces), -1, 1) * 32767).astype("<i2")
+    write_wav(path, np.concatenate(pieces))
+    return spans
+
+
+def write_wav(path: Path, samples: np.ndarray) -> None:
+    """Write 16 kHz mono float32 ``samples`` as a 16-bit mono WAV."""
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2")
     with wave.open(str(path), "wb") as f:
         f.setnchannels(1)
         f.setsampwidth(2)
         f.setframerate(SAMPLE_RATE)
         f.writeframes(pcm.tobytes())
-    return spans

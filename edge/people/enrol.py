@@ -115,8 +115,9 @@ def _recording(path: Path, encoder) -> Sample:
 
 
 LONG_TURN = 3.0
-"""Seconds a speaker turn must last to count as a voice in an enrolment recording (the
-online tier's minimum voice: a voice of 3+ s makes a person)."""
+"""Seconds a speaker turn must last to count as a voice in an enrolment recording (a shorter
+one is a fragment, ``models.voice_turns.FRAGMENT_SECONDS``: a remark over someone else's
+recording, not a second person to refuse it for)."""
 
 OTHER_VOICE = 0.6
 """Cosine under which two long turns are two speakers (the turn splitter's own cut)."""
