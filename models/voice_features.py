@@ -80,7 +80,8 @@ def load_audio_file(path: Path) -> np.ndarray:
     try:
         wav = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
     except (av.error.FFmpegError, IndexError, ValueError, StopIteration) as e:
-        raise VoiceError(f"{path}: the audio could not be decoded ({e})") from None
+        why = getattr(e, "strerror", None) or str(e) or type(e).__name__  # no errno
+        raise VoiceError(f"{path}: not audio that could be decoded: {why}") from None
     if wav.size == 0:
         raise VoiceError(f"{path}: no audio samples (no audio stream?)")
     return wav

@@ -38,13 +38,17 @@ def test_bad_enrolments_are_refused_and_store_nothing(run, tmp_path):
     blank, silence, junk = _files(tmp_path)
     mem = tmp_path / "m.db"
     two = shared(FACES / "two_people.jpg")
+    text = tmp_path / "notes.txt"  # neither a photo nor a recording
+    text.write_text("Alice: met at the cafe\n")
     cases = [((two,), "2 faces"), ((blank,), "no usable face"), ((junk,), "not a readable"),
              ((silence,), "no voice to enrol"), ((FACES / "obama_1.jpg", two), "2 faces"),
-             ((tmp_path / "missing.jpg",), "no such file")]
+             ((tmp_path / "missing.jpg",), "no such file"),
+             ((text,), "not audio that could be decoded: Invalid data")]
     for files, said in cases:
         r = run("--memory", mem, "people", "add", "Barack Obama", *files)
         assert r.exit_code == 2, r.output
         assert said in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert "Errno" not in r.output and r.output.count(str(files[-1])) == 1, r.output
         assert not mem.exists()  # nothing stored: not even an empty memory
     r = run("--memory", mem, "people", "add", "42", shared(FACES / "obama_1.jpg"))
     assert r.exit_code == 2 and "number" in r.output
@@ -94,6 +98,10 @@ def test_name_merge_forget_and_list_through_the_command_line(run, tmp_path):
     listed = json.loads(run("--memory", mem, "people", "--json").stdout)
     assert [(p["id"], p["name"], p["faces"], p["enrolled"], p["clips"]) for p in listed] == [
         (1, "Barack Obama", 3, 3, 0), (2, "Biden", 1, 1, 0)]
+    # people enrolled, no footage yet: asking says so, not that the memory is empty
+    r = run("--memory", mem, "ask", "when did I last see Biden?")
+    assert r.exit_code == 1 and "no footage yet, only the people you enrolled (Barack " \
+        "Obama, Biden): nobody has been seen or heard" in r.output, r.output
     assert all(p["first_seen"] is None and p["thumbnail"].startswith(str(frames))
                for p in listed)
     r = run("--memory", mem, "people", "name", "2", "BARACK obama")

@@ -73,7 +73,11 @@ def check_question(memory: Memory, question: str, opts: AskOptions) -> tuple[str
         raise QuestionError("the question is empty")
     stats = memory.stats()
     if stats["clips"] == 0:
-        raise AskError(f"the memory at {memory.path} is empty; ingest footage first with "
+        named = [p.name for p in memory.persons() if p.name] if memory.people_ready() else []
+        held = (f"holds no footage yet, only the people you enrolled ({', '.join(named[:3])}"
+                f"{', …' if len(named) > 3 else ''}): nobody has been seen or heard"
+                if named else "is empty")
+        raise AskError(f"the memory at {memory.path} {held}; ingest footage first with "
                        "`edge ingest VIDEO...` or `edge ingest-captions FILE`")
     asked_at = time_label(opts.at, "now")
     if opts.at is not None and memory.count_clips(before=opts.at) == 0:

@@ -105,8 +105,10 @@ def _recording(path: Path, encoder) -> Sample:
         vector = encoder.embed_utterance(wav)
         speakers = _speakers(encoder, wav, len(wav) / SAMPLE_RATE)
     except VoiceError as e:
-        raise InputError(f"{path}: no voice to enrol ({e}); give a recording of the "
-                         "person speaking alone, a few seconds or more") from None
+        why = str(e).removeprefix(f"{path}: ")
+        raise InputError(f"{path}: no voice to enrol ({why}); give photos of the face "
+                         "(JPEG, PNG) or a recording of the person speaking alone, a few "
+                         "seconds or more") from None
     if speakers:
         raise InputError(f"{path}: more than one voice in the recording (its {speakers} "
                          f"turns of {LONG_TURN:g} s or more do not sound alike); enrol from "
