@@ -205,34 +205,46 @@ def test_enrolling_claims_the_unnamed_identity_already_seen(tmp_path, faces):
 
 def test_a_face_and_a_voice_that_keep_meeting_become_one_person_and_a_name_is_suggested(
         tmp_path, faces, hub):
-    """Kit's face and one reader's voice share clips 1–3; a second voice (the wearer's,
-    say) is heard in those and in clip 4 beside Rose: only Kit's face and his voice join.
-    "Kit" is said in three clips where his face is alone on screen: suggested, not applied."""
+    """Kit's face and one reader's voice meet in clips 1–3 (his voice while his face is on
+    screen); a second voice (the wearer's, say) is heard in those and in clip 4 beside Rose:
+    only Kit's face and his voice join. Lucia's face and a third voice share clips 5–7 but
+    never meet (the voice speaks 20 s after her face left the screen): not joined, though
+    clip by clip they co-occur as often. "Kit" is said in three clips where his face is
+    alone on screen: suggested, not applied."""
     from models.voices import load_audio_file
 
     librispeech = shared(SHARED / "voices" / "librispeech")
     voice = {s: hub.voices.embed_utterance(load_audio_file(next((librispeech / s).glob(
-        "*-0000.flac")))) for s in ("1688", "2609")}
+        "*-0000.flac")))) for s in ("1688", "2609", "3005")}
     m = Memory(tmp_path / "m.db")
-    src = add_source(m, "v.mp4", kind="video", t_start=36000.0, duration=120.0)
+    src = add_source(m, "v.mp4", kind="video", t_start=36000.0, duration=240.0)
     add_clips(m, ["Hello Kit, good to see you.", "I walk with Kit to the car.",
-                  "Thanks Kit, see you tomorrow.", "Rose waves from the door."], source=src)
-    kit, rose, his, mine = (m.new_identity() for _ in range(4))
+                  "Thanks Kit, see you tomorrow.", "Rose waves from the door.",
+                  "A woman at the counter.", "The counter again.", "Back at the counter."],
+              source=src)
+    kit, rose, his, mine, lucia, later = (m.new_identity() for _ in range(6))
     for clip in (1, 2, 3, 4):
         face = (kit, "kit_harington_1") if clip < 4 else (rose, "rose_leslie_1")
         m.add_appearance(face[0], "face", faces[face[1]].vector, quality=0.9, source_id=src,
-                         clip_id=clip, t=30.0 * clip)
+                         clip_id=clip, t=30.0 * clip, t_end=30.0 * clip + 12)
         m.add_appearance(mine, "voice", voice["2609"], quality=1.0, source_id=src,
-                         clip_id=clip, t=30.0 * clip + 5, text="so")
+                         clip_id=clip, t=30.0 * clip + 5, t_end=30.0 * clip + 7, text="so")
         if clip < 4:
             m.add_appearance(his, "voice", voice["1688"], quality=1.0, source_id=src,
-                             clip_id=clip, t=30.0 * clip + 9, text="hello")
+                             clip_id=clip, t=30.0 * clip + 9, t_end=30.0 * clip + 14,
+                             text="hello")
+    for clip in (5, 6, 7):
+        m.add_appearance(lucia, "face", faces["alex_lacamoire_1"].vector, quality=0.9,
+                         source_id=src, clip_id=clip, t=30.0 * clip, t_end=30.0 * clip + 4)
+        m.add_appearance(later, "voice", voice["3005"], quality=1.0, source_id=src,
+                         clip_id=clip, t=30.0 * clip + 24, t_end=30.0 * clip + 28, text="next")
     report = rebuild_people(m, T)
     assert report.joined == [(kit, his)] and m.person(his) is None
     joined = m.person(kit)
     assert (joined.faces, joined.voices, joined.clips) == (3, 3, 3)
     assert (joined.name, joined.suggested_name, joined.suggested_clips) == (None, "Kit", 3)
     assert m.person(mine).voices == 4 and m.person(rose).suggested_name is None
+    assert (m.person(lucia).faces, m.person(later).voices) == (3, 3)  # never met: apart
     assert [a.name for a in m.speakers_of(1)] == [None, None]  # nobody named yet
     m.name_identity(kit, "Kit Harington")
     from edge.people.transcript import speaker_lines

@@ -6,8 +6,9 @@
    identities the online tier split are merged, stray vectors pulled back; two persons the
    user named are never merged, what was enrolled never moves);
 2. delete the unnamed identities left without appearances;
-3. join a face-only and a voice-only identity that keep appearing in the same clips
-   (:func:`edge.people.evidence.face_voice_pairs`) — never two named differently;
+3. join a face-only and a voice-only identity that keep meeting — the voice speaking while
+   the face is on screen, in clip after clip (:func:`edge.people.evidence.face_voice_pairs`)
+   — never two named differently;
 4. suggest names said again and again while one face was alone on screen
    (:func:`edge.people.evidence.suggested_names` over :func:`names_said`), shown by
    ``edge people``, never applied.
@@ -90,8 +91,8 @@ def _recluster(memory, kind: str, threshold: float, report: RebuildReport) -> in
 def _join_faces_and_voices(memory, report: RebuildReport) -> None:
     """Merge face-only and voice-only identities that co-occur (never two named ones)."""
     kinds = memory.kinds_by_identity()
-    faces = {i: c for i, c in memory.clips_by_identity("face").items() if kinds[i] == {"face"}}
-    voices = {i: c for i, c in memory.clips_by_identity("voice").items()
+    faces = {i: c for i, c in memory.spans_by_identity("face").items() if kinds[i] == {"face"}}
+    voices = {i: c for i, c in memory.spans_by_identity("voice").items()
               if kinds[i] == {"voice"}}
     names = {p.id: p.name for p in memory.persons()}
     for f, v in face_voice_pairs(faces, voices):

@@ -218,6 +218,19 @@ class PeopleReader:
             out.setdefault(ident, set()).add(clip)
         return out
 
+    def spans_by_identity(self, kind: str) -> dict[int, dict[int, list[tuple[float, float]]]]:
+        """``{identity: {clip id: [(t, t_end), ...]}}``: when each identity was seen (a face:
+        its first and last sampled frame in the clip) or heard (a voice: each turn) as
+        ``kind``, seconds into the source; enrolled appearances (no clip) are left out."""
+        out: dict[int, dict[int, list[tuple[float, float]]]] = {}
+        if not self.people_ready():
+            return out
+        for ident, clip, t, t_end in self.db.execute(
+                "SELECT identity_id, clip_id, t, coalesce(t_end, t) FROM appearances WHERE "
+                "kind = ? AND clip_id IS NOT NULL AND t IS NOT NULL ORDER BY t", (kind,)):
+            out.setdefault(ident, {}).setdefault(clip, []).append((float(t), float(t_end)))
+        return out
+
     def kinds_by_identity(self) -> dict[int, set[str]]:
         """``{identity: {'face', 'voice'}}``: the kinds of appearance each identity has
         (enrolled ones included); an identity without appearances maps to ``set()``."""
