@@ -262,3 +262,24 @@ def test_a_segments_words_are_shared_out_over_its_turns():
         "are you coming tonight", "yes at six"]
     assert split_words(text, (10.0, 17.0), [(10.0, 17.0)]) == [text]
     assert split_words("", (0.0, 1.0), [(0.0, 0.5), (0.5, 1.0)]) == ["", ""]
+
+
+def test_the_end_of_a_recording_re_clusters_its_people(tmp_path, faces, hub):
+    """`edge record` matches people online, clip by clip; when the recording ends, its worker
+    re-clusters them as `edge build` does: one face the online tier split into two
+    identities becomes one person."""
+    from types import SimpleNamespace
+
+    from edge.record.worker import IngestWorker
+
+    m = Memory(tmp_path / "m.db")
+    src = add_source(m, "rec.mp4", kind="video", t_start=36000.0, duration=60.0)
+    add_clips(m, 2, source=src)
+    for clip, name in ((1, "kit_harington_1"), (2, "kit_harington_2")):
+        m.add_appearance(m.new_identity(), "face", faces[name].vector, quality=0.8,
+                         source_id=src, clip_id=clip, t=30.0 * clip)
+    assert len(m.persons()) == 2
+    IngestWorker._finalize(SimpleNamespace(builder=None), m, hub)  # no LLM tier was built
+    (kit,) = m.persons()
+    assert (kit.faces, kit.clips) == (2, 2)
+    m.close()

@@ -12,7 +12,9 @@ vector, FTS; :func:`edge.ingest.memory_writer.write_realtime`) and its LLM work 
 in the memory and built one clip at a time (:class:`edge.build.run.Builder`) whenever no clip is
 waiting in the spool, so a slow memory LLM never holds back the real-time tier. The global
 nodes are updated every ``global_every`` clips as they are built and finalized when the
-recording ends with nothing left to build; the backlog drains after the stream ends.
+recording ends with nothing left to build; the backlog drains after the stream ends. At the
+end the people are re-clustered as ``edge build`` does (the character tier's identities
+are matched online, clip by clip, while recording).
 
 A clip that cannot be read is moved to ``<spool>/failed/``. When the models cannot run
 (weights missing, a remote role unreachable) the clip stays in the spool and is tried again
@@ -209,18 +211,32 @@ class IngestWorker:
 
     def _finalize(self, memory, hub) -> None:
         """End of the recording: when nothing is left to build, integrate the built clips
-        into the global nodes (:meth:`edge.build.run.Builder.finish`); its model calls are
-        recorded under ``record``. Errors are logged, never raised (the clips are stored)."""
-        if self.builder is None:
-            return
+        into the global nodes (:meth:`edge.build.run.Builder.finish`; its model calls are
+        recorded under ``record``), then re-cluster the people seen and heard as
+        ``edge build`` does (:func:`edge.people.rebuild.rebuild_people`: identities the
+        online tier split are joined, a face and a voice that kept meeting become one
+        person). Errors are logged, never raised (the clips are stored)."""
         from edge.build.lock import build_lock
+        from edge.people import characters_enabled
 
+        if self.builder is None and not characters_enabled(hub):
+            return
         mark = len(hub.usage.records)
         try:
             with build_lock(memory.path, wait=60):  # after a running `edge build`
-                self.builder.finish()
-        except Exception as e:  # noqa: BLE001 (the next finalize integrates them)
-            log.error("could not update the global nodes: %s: %s", e.__class__.__name__, e)
+                if self.builder is not None:
+                    self.builder.finish()
+                if characters_enabled(hub):
+                    from edge.people.rebuild import rebuild_people
+
+                    r = rebuild_people(memory)
+                    if r.moved or r.removed or r.joined:
+                        log.info("people re-clustered: %d appearance(s) moved, %d identities "
+                                 "merged away, %d face and voice joined", r.moved,
+                                 len(r.removed), len(r.joined))
+        except Exception as e:  # noqa: BLE001 (the next finalize or `edge build` redoes it)
+            log.error("could not finish the recording's memory (global nodes, people): %s: %s",
+                      e.__class__.__name__, e)
         finally:
             memory.record_calls("record", hub.usage.records[mark:])
 
