@@ -45,6 +45,10 @@ class VoiceError(ValueError):
     """Audio that gives no voice vector: silent, too short, or not mono float samples."""
 
 
+class UndecodableAudio(VoiceError):
+    """A file that holds no audio that can be decoded (not a recording at all, or damaged)."""
+
+
 @dataclass(frozen=True)
 class VoiceWindow:
     """One 1.6 s window of audio: ``start``/``end`` seconds into the audio given and its
@@ -81,7 +85,7 @@ def load_audio_file(path: Path) -> np.ndarray:
         wav = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
     except (av.error.FFmpegError, IndexError, ValueError, StopIteration) as e:
         why = getattr(e, "strerror", None) or str(e) or type(e).__name__  # no errno
-        raise VoiceError(f"{path}: not audio that could be decoded: {why}") from None
+        raise UndecodableAudio(f"{path}: not audio that could be decoded: {why}") from None
     if wav.size == 0:
         raise VoiceError(f"{path}: no audio samples (no audio stream?)")
     return wav

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import SHARED, shared
@@ -255,6 +256,52 @@ def test_strangers_talking_in_turns_are_one_identity_each(run, tmp_path):
     assert sorted(max(h, key=h.get) for h in held) == ["2033", "3080", "3331", "367", "533"]
     for h in held:  # each identity is one speaker's (a turn's edges may overlap another's)
         assert max(h.values()) >= 0.9 * sum(h.values()), held
+
+
+def test_a_stranger_s_short_sentence_before_a_pause_is_nobody(run, tmp_path):
+    """Two enrolled readers talk; between them a stranger says one 3.4 s sentence, then 8 s
+    of silence. Whisper's segment for it ran over the pause (14.0–23.2 s), which once made a
+    9 s "turn" that started a person and carried the stranger's words into the next
+    reader's turn. Now no person is made of the stranger, none of the enrolled readers is
+    given his sentence, and no appearance spans the pause."""
+    pieces, truth, t = [], [], 0.0
+
+    def say(wav, who):
+        nonlocal t
+        pieces.extend([wav, np.zeros(8000, np.float32)])
+        truth.append((who, t, t + len(wav) / 16000))
+        t += len(wav) / 16000 + 0.5
+
+    utter = {s: sorted((VOICES / s).glob("*.flac")) for s in ("1688", "1998", "2609")}
+    say(load_speech(utter["1688"][3])[:80000], "1688")
+    say(load_speech(utter["1998"][3])[:80000], "1998")
+    say(load_speech(utter["2609"][3]), "2609")
+    pieces.append(np.zeros(8 * 16000, np.float32))
+    t += 8.0
+    say(load_speech(utter["1688"][4]), "1688")
+    say(load_speech(utter["1998"][4])[:64000], "1998")
+    write_wav(tmp_path / "pause.wav", np.concatenate(pieces))
+    mem = tmp_path / "pause.db"
+    for s in ("1688", "1998"):
+        assert run("--memory", mem, "people", "add", f"Reader {s}", *utter[s][:3]).exit_code == 0
+    r = run("--memory", mem, "ingest", tmp_path / "pause.wav", "--later")
+    assert r.exit_code == 0, r.output
+    listed = json.loads(run("--memory", mem, "people", "--json").stdout)
+    assert sorted(str(p["name"]) for p in listed) == ["Reader 1688", "Reader 1998"], listed
+    (stranger,) = [(a, b) for who, a, b in truth if who == "2609"]
+    pause = (stranger[1] + 0.5, stranger[1] + 8.0)
+    for p in listed:
+        for a in people_show(run, mem, p["name"]):
+            if a["enrolled"]:
+                continue
+            for lo, hi in (stranger, pause):
+                assert min(hi, a["t_end"]) - max(lo, a["t"]) < 0.8, (p["name"], a, truth)
+
+
+def people_show(run, mem, who: str) -> list[dict]:
+    r = run("--memory", mem, "people", "show", who, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["appearances"]
 
 
 def test_edge_ask_when_did_i_last_see_him_cites_his_clip(people):

@@ -40,10 +40,19 @@ def test_bad_enrolments_are_refused_and_store_nothing(run, tmp_path):
     two = shared(FACES / "two_people.jpg")
     text = tmp_path / "notes.txt"  # neither a photo nor a recording
     text.write_text("Alice: met at the cafe\n")
+    noise = tmp_path / "hiss.wav"  # 5 s of white noise: loud, but nobody speaks
+    with wave.open(str(noise), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes((np.random.default_rng(0).normal(0, 3000, 16000 * 5)).astype("<i2")
+                      .tobytes())
     cases = [((two,), "2 faces"), ((blank,), "no usable face"), ((junk,), "not a readable"),
              ((silence,), "no voice to enrol"), ((FACES / "obama_1.jpg", two), "2 faces"),
              ((tmp_path / "missing.jpg",), "no such file"),
-             ((text,), "not audio that could be decoded: Invalid data")]
+             ((text,), "neither a photo nor a recording that can be read (Invalid data"),
+             ((noise,), "no voice to enrol (0.0 s of speech found"),
+             ((tmp_path,), "a folder; give the photos or recordings in it")]
     for files, said in cases:
         r = run("--memory", mem, "people", "add", "Barack Obama", *files)
         assert r.exit_code == 2, r.output
@@ -52,6 +61,10 @@ def test_bad_enrolments_are_refused_and_store_nothing(run, tmp_path):
         assert not mem.exists()  # nothing stored: not even an empty memory
     r = run("--memory", mem, "people", "add", "42", shared(FACES / "obama_1.jpg"))
     assert r.exit_code == 2 and "number" in r.output
+    misnamed = tmp_path / "obama photo.mp3"  # a JPEG under an audio name: read as a photo
+    misnamed.write_bytes((FACES / "obama_1.jpg").read_bytes())
+    r = run("--memory", mem, "people", "add", "Barack Obama", misnamed)
+    assert r.exit_code == 0 and "1 face(s)" in r.output, r.output
 
 
 def test_a_video_or_a_recording_of_several_voices_is_refused(run, tmp_path):

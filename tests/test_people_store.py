@@ -283,3 +283,15 @@ def test_the_end_of_a_recording_re_clusters_its_people(tmp_path, faces, hub):
     (kit,) = m.persons()
     assert (kit.faces, kit.clips) == (2, 2)
     m.close()
+
+
+def test_a_segment_is_cut_to_the_speech_it_holds():
+    """Whisper's segment times can run over a pause (a 3 s sentence stored as 14.0–23.2 s
+    when the next voice starts at 22.4 s): the turn splitter reads only the speech in it."""
+    from models.voice_turns import spoken_parts
+
+    regions = [(0.3, 14.6), (22.2, 31.9)]
+    assert spoken_parts(14.02, 23.15, regions) == [(14.02, 14.6), (22.2, 23.15)]
+    assert spoken_parts(1.0, 5.0, regions) == [(1.0, 5.0)]
+    assert spoken_parts(15.0, 20.0, regions) == [(15.0, 20.0)]  # the VAD heard none: kept
+    assert spoken_parts(14.0, 22.23, regions) == [(14.0, 14.6)]  # 0.03 s of speech: dropped

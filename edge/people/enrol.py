@@ -62,13 +62,27 @@ def read_samples(files: Sequence[Path], face_model, voice_model) -> list[Sample]
     samples = []
     for f in files:
         path = Path(f)
+        if path.is_dir():
+            raise InputError(f"{path}: a folder; give the photos or recordings in it "
+                             "(a shell pattern such as `FOLDER/*.jpg` lists them)")
         if not path.is_file():
             raise InputError(f"{path}: no such file")
-        if path.suffix.lower() in IMAGE_SUFFIXES:
+        if path.suffix.lower() in IMAGE_SUFFIXES or _is_image(path):
             samples.append(_photo(path, face_model()))
         else:
             samples.append(_recording(path, voice_model()))
     return samples
+
+
+def _is_image(path: Path) -> bool:
+    """Whether OpenCV reads ``path`` as an image by its content (a photo saved under another
+    name: ``.mp3``, ``.txt``, no extension)."""
+    import cv2
+
+    try:
+        return bool(cv2.haveImageReader(str(path)))
+    except cv2.error:
+        return False
 
 
 def _photo(path: Path, embedder) -> Sample:
@@ -95,6 +109,8 @@ def _photo(path: Path, embedder) -> Sample:
 
 def _recording(path: Path, encoder) -> Sample:
     """A recording's voice vector (its whole speech), or :class:`InputError`."""
+    from models.voice_features import UndecodableAudio
+    from models.voice_turns import speech_regions
     from models.voices import SAMPLE_RATE, VoiceError, load_audio_file
 
     if _has_video(path):
@@ -103,7 +119,15 @@ def _recording(path: Path, encoder) -> Sample:
     try:
         wav = load_audio_file(path)
         vector = encoder.embed_utterance(wav)
+        speech = sum(b - a for a, b in speech_regions(wav))
+        if speech < MIN_ENROL_SPEECH:
+            raise VoiceError(f"{speech:.1f} s of speech found: noise, music or too short")
         speakers = _speakers(encoder, wav, len(wav) / SAMPLE_RATE)
+    except UndecodableAudio as e:
+        why = str(e).removeprefix(f"{path}: not audio that could be decoded: ")
+        raise InputError(f"{path}: neither a photo nor a recording that can be read ({why}); "
+                         "give photos of the face (JPEG, PNG) or a recording of the voice"
+                         ) from None
     except VoiceError as e:
         why = str(e).removeprefix(f"{path}: ")
         raise InputError(f"{path}: no voice to enrol ({why}); give photos of the face "
@@ -115,6 +139,11 @@ def _recording(path: Path, encoder) -> Sample:
                          "a recording of the person speaking alone")
     return Sample(path, "voice", vector, min(1.0, len(wav) / SAMPLE_RATE / 10.0))
 
+
+MIN_ENROL_SPEECH = 1.5
+"""Seconds of speech (Silero VAD, :func:`models.voice_turns.speech_regions`) a recording must
+hold to enrol a voice: five seconds of white noise hold none, a 1 s word is too thin a
+sample (the shortest LibriSpeech utterance shared here holds 2.0 s)."""
 
 LONG_TURN = 3.0
 """Seconds a speaker turn must last to count as a voice in an enrolment recording (a shorter

@@ -43,12 +43,12 @@ poor sample of a voice: on the LibriSpeech speakers 7–10 % of 2–3 s pieces f
 noisy room the one-turn voices over laughter (3.3 and 4.5 s) are 0.73 and 0.77 to the
 nearest man's reference span. Replayed on
 real turns, nobody enrolled (``.venv/bin/python benchmarks/voice_identities.py``): the
-interview gives 5, 4, 3, 2 identities at 3, 4, 5, 6 s (at 6 s Sean's first 5.6 s turn
+interview gives 4, 4, 3, 2 identities at 3, 4, 5, 6 s (at 6 s Sean's first 5.6 s turn
 starts none and his later turns join Jack); three sets of stitched LibriSpeech clips (56
-clips, 10 speakers) give 11/10, 11/9, 12/10 identities at 3 s and one per speaker at 4 and
-5 s, none holding two speakers. The cost: speech that matches no one and is too short to
-start anyone is said by nobody known — 21 % of the interview (15 % at 3 s), 1–3 % of the
-LibriSpeech clips."""
+clips, 10 speakers) give 11/10, 11/9, 12/10 identities at 3 s, 10, 9, 11 at 4 s and one per
+speaker at 5 s, none holding two speakers. The cost: speech that matches no one and is too
+short to start anyone is said by nobody known — 19 % of the interview (15 % at 3 s), 2–3 %
+of the LibriSpeech clips."""
 KNN = 16
 """Stored vectors compared with each new group."""
 
@@ -114,8 +114,8 @@ def linkage(vector, members, enrolled, kind: str) -> float:
     and one man's turns in a noisy room are as alike pairwise (0.67–0.85 in the shared
     interview) as different men's (0.64–0.77), so their average pairwise distance splits
     one speaker into several identities (``benchmarks/voice_identities.py``, a new voice
-    after 3 s: the interview 6 identities for 3 men with 5.8 % of the speech in the wrong
-    one, against 5 and 2.0 %; stitched LibriSpeech clips of 10 speakers 17, 20, 20
+    after 3 s: the interview 5 identities for 3 men with 6.1 % of the speech in the wrong
+    one, against 4 and 2.0 %; stitched LibriSpeech clips of 10 speakers 16, 20, 19
     identities against 11, 11, 12, none mixed). Neither chains two people through one
     ambiguous vector, as the single nearest would."""
     d = distances(vector, members, kind)
