@@ -4,9 +4,11 @@ average pairwise distance to its turns) and how much speech starts a new one
 (:data:`edge.people.online.MIN_NEW_SPEECH`).
 
 Replays the tier's decisions on real turns: per 30 s clip, the clip's turns are grouped by
-speaker (:func:`edge.people.match.group` at ``VOICE_MATCH``), each group joins the nearest
-identity under the threshold (:func:`edge.people.online.linkage`, every identity compared:
-the store's 16-vector KNN is left out) or starts one when it spoke long enough.
+speaker (:func:`edge.people.match.group` at ``VOICE_MATCH``, split where turns clearly lean
+to different identities: :func:`edge.people.match.split_by_preference`), each group joins
+the nearest identity under the threshold (:func:`edge.people.online.linkage`, every
+identity compared: the store's 16-vector KNN is left out) or starts one when it spoke long
+enough.
 
 - ``interview``: ``voices/interview_three_speakers.mp3`` transcribed and split into turns
   as ``edge ingest`` does (:func:`edge.people.observe.source_turns`). Truth exists for its
@@ -42,9 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from edge.config import models_dir  # noqa: E402
-from edge.people.match import centroid, distances, group  # noqa: E402
+from edge.people.match import centroid, distances, group, split_by_preference  # noqa: E402
 from edge.people.observe import source_turns, turns_in  # noqa: E402
-from edge.people.online import linkage  # noqa: E402
+from edge.people.online import PREFER_FLOOR, PREFER_MARGIN, linkage  # noqa: E402
 from models import ModelHub, load_manifest  # noqa: E402
 from models.voice_features import (  # noqa: E402
     SAMPLE_RATE,
@@ -74,7 +76,17 @@ def replay(clips, link, min_speech: float) -> dict:
         if not turns:
             continue
         vectors = np.stack([v for _, v, _ in turns])
-        labels = group(vectors, 1.0 - VOICE_MATCH, "voice")
+
+        def preferred(v):
+            scored = sorted(((1.0 - link(v, np.stack(vs), np.zeros(len(vs), bool), "voice"), i)
+                             for i, (vs, _) in enumerate(identities)), reverse=True)
+            if not scored or scored[0][0] < PREFER_FLOOR or (
+                    len(scored) > 1 and scored[0][0] - scored[1][0] < PREFER_MARGIN):
+                return None
+            return scored[0][1]
+
+        labels = split_by_preference(group(vectors, 1.0 - VOICE_MATCH, "voice"),
+                                     [preferred(v) for v in vectors], [s for s, _, _ in turns])
         for k in sorted(set(labels.tolist())):
             members = [t for t, lab in zip(turns, labels) if lab == k]
             speech = sum(s for s, _, _ in members)

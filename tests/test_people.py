@@ -298,6 +298,43 @@ def test_a_stranger_s_short_sentence_before_a_pause_is_nobody(run, tmp_path):
                 assert min(hi, a["t_end"]) - max(lo, a["t"]) < 0.8, (p["name"], a, truth)
 
 
+def test_noise_never_puts_two_enrolled_readers_in_one_person(run, tmp_path):
+    """Three readers enrolled from clean utterances, then heard in turns under white noise
+    (std 0.01, ~15 dB): their turns are alike to one another (0.8+) before they are alike
+    to anyone enrolled (0.59–0.78), which once stored two readers as one unnamed person.
+    Now no person holds two readers' speech, and no turn carries another reader's name
+    (a reader the noise hides may become an unnamed person of their own)."""
+    readers = ("1688", "1998", "3005")
+    files = {s: sorted((VOICES / s).glob("*.flac")) for s in readers}
+    pieces, truth, t = [], [], 0.0
+    for k in (3, 4, 5):
+        for s in readers:
+            wav = load_speech(files[s][k])[:6 * 16000]
+            pieces += [wav, np.zeros(4800, np.float32)]
+            truth.append((s, t, t + len(wav) / 16000))
+            t += len(wav) / 16000 + 0.3
+    clean = np.concatenate(pieces)
+    noisy = clean + np.random.default_rng(0).normal(0, 0.01, len(clean)).astype(np.float32)
+    write_wav(tmp_path / "noisy.wav", noisy)
+    mem = tmp_path / "noisy.db"
+    for s in readers:
+        assert run("--memory", mem, "people", "add", f"Reader {s}", *files[s][:3]).exit_code == 0
+    r = run("--memory", mem, "ingest", tmp_path / "noisy.wav", "--later")
+    assert r.exit_code == 0, r.output
+    for p in json.loads(run("--memory", mem, "people", "--json").stdout):
+        spoken: dict[str, float] = {}
+        for a in people_show(run, mem, str(p["id"])):
+            if a["enrolled"]:
+                continue
+            for who, lo, hi in truth:
+                spoken[who] = spoken.get(who, 0.0) + max(0.0, min(hi, a["t_end"]) - max(lo, a["t"]))
+        if not spoken:
+            continue
+        main = max(spoken, key=spoken.get)
+        assert spoken[main] >= 0.85 * sum(spoken.values()), (p["name"], spoken)
+        assert p["name"] in (None, f"Reader {main}"), (p["name"], spoken)
+
+
 def people_show(run, mem, who: str) -> list[dict]:
     r = run("--memory", mem, "people", "show", who, "--json")
     assert r.exit_code == 0, r.output

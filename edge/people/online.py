@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from edge.errors import StoreError
-from edge.people.match import centroid, choose, distances, group
+from edge.people.match import centroid, choose, distances, group, split_by_preference
 from edge.people.observe import ClipPeople, FaceGroup
 
 MIN_NEW_SIGHTINGS = 2
@@ -90,13 +90,21 @@ def record_people(memory, clip_id: int, *, source_id: int, start: float, people:
     return sorted(seen | _record_voices(memory, clip_id, source_id, people, thresholds))
 
 
-def _join(memory, kind: str, vectors, thresholds: Thresholds, may_start: bool) -> int | None:
+def _join(memory, kind: str, vectors, thresholds: Thresholds, may_start: bool,
+          named: frozenset[int] = frozenset()) -> int | None:
     """The identity a group of ``kind`` ``vectors`` joins, a new one when none does and
     ``may_start``, else None: the identities among the stored vectors nearest to the
     group's centroid (sqlite-vec KNN) are compared by :func:`linkage`, and the closest
-    under the threshold is joined."""
+    under the threshold is joined. Voices: an unnamed identity that leans to another of
+    the ``named`` identities than the group does (:func:`_preferred`) is not a candidate —
+    under noise two voices are nearer each other than anyone known, and an unnamed identity
+    would gather them all."""
     c = centroid(vectors, kind)
     near = {ident for _, ident, _ in memory.nearest(kind, c, KNN)}
+    if kind == "voice" and named:
+        lean = _preferred(memory, c, named)
+        near = {i for i in near if i in named or lean is None or _preferred(
+            memory, centroid(memory.identity_vectors(i, kind)[0], kind), named) in (None, lean)}
     ident, _ = choose([(0, i, linkage(c, *memory.identity_vectors(i, kind), kind))
                        for i in sorted(near)], thresholds.distance(kind))
     if ident is None and may_start:
@@ -156,13 +164,16 @@ def _record_voices(memory, clip_id: int, source_id: int, people: ClipPeople,
     if not turns:
         return set()
     vectors = np.stack([t.vector for t in turns])
-    labels = group(vectors, thresholds.distance("voice"), "voice")
+    named = frozenset(p.id for p in memory.persons() if p.name)
+    labels = split_by_preference(group(vectors, thresholds.distance("voice"), "voice"),
+                                 [_preferred(memory, v) for v in vectors],
+                                 [t.end - t.start for t in turns])
     seen: set[int] = set()
     for k in sorted(set(labels.tolist())):
         members = [t for t, lab in zip(turns, labels) if lab == k]
         speech = sum(t.end - t.start for t in members)
         ident = _join(memory, "voice", vectors[labels == k], thresholds,
-                      speech >= MIN_NEW_SPEECH)
+                      speech >= MIN_NEW_SPEECH, named)
         if ident is None:
             continue
         seen.add(ident)
@@ -172,6 +183,29 @@ def _record_voices(memory, clip_id: int, source_id: int, people: ClipPeople,
                                   source_id=source_id, clip_id=clip_id, t=t.start,
                                   t_end=t.end, text=t.text)
     return seen
+
+
+PREFER_FLOOR = 0.6
+"""Cosine to a known voice identity's centroid above which a turn may prefer it (a stranger's
+turn is 0.69–0.72 to its nearest other LibriSpeech reader at the 90th percentile)."""
+PREFER_MARGIN = 0.05
+"""How much nearer the preferred identity must be than the next one."""
+
+
+def _preferred(memory, vector, among: frozenset[int] | None = None) -> int | None:
+    """The voice identity ``vector`` is clearly nearest (:data:`PREFER_FLOOR`,
+    :data:`PREFER_MARGIN`; compared as :func:`linkage` does) — of those ``among`` (default:
+    the identities of its nearest stored vectors) — or ``None``: the cannot-link of
+    :func:`edge.people.match.split_by_preference` and :func:`_join`."""
+    near = among if among is not None else {
+        ident for _, ident, _ in memory.nearest("voice", vector, KNN)}
+    scored = sorted((1.0 - linkage(vector, *memory.identity_vectors(i, "voice"), "voice"), i)
+                    for i in near)[::-1]
+    if not scored or scored[0][0] < PREFER_FLOOR:
+        return None
+    if len(scored) > 1 and scored[0][0] - scored[1][0] < PREFER_MARGIN:
+        return None
+    return scored[0][1]
 
 
 def save_crops(frames_folder: Path, people: ClipPeople, quality: int = 90) -> None:
