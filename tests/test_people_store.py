@@ -7,6 +7,8 @@ ingests real video)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from edge.people.enrol import Sample, enrol
@@ -142,6 +144,12 @@ def test_forget_leaves_no_row_vector_or_file_of_the_person(known, faces, tmp_pat
     for table in ("entities", "clip_text", "fact_text", "nodes_clip", "facts"):
         rows = q(f"SELECT * FROM {table}").fetchall()
         assert not any("obama" in str(r).lower() for r in rows), table
+    # nor in the file's bytes: freed pages are zeroed and the write-ahead log truncated
+    vector = faces["obama_1"].vector.astype("<f4").tobytes()
+    for f in (m.path, Path(f"{m.path}-wal")):
+        raw = f.read_bytes() if f.exists() else b""
+        assert b"Barack Obama" not in raw and vector not in raw, f
+        assert not any(c.encode() in raw for c in crops if c), f
     left = {p.relative_to(frames).as_posix() for p in frames.rglob("*.jpg")}
     assert left and not left & set(crops)  # Biden's and the stranger's crops stay
     # nothing of him is matched any more: his photo now meets no stored vector under 0.6

@@ -201,7 +201,21 @@ class People(PeopleReader):
         """Erase ``identity_id``: its face and voice vectors, appearances, person→clip
         links and the identity row, in one transaction. Returns the crop paths (relative
         to the frames folder) its appearances had, for the caller to delete from disk.
-        ``ValueError`` when there is no such identity."""
+        ``ValueError`` when there is no such identity.
+
+        Biometric data must be erasable, not merely unlinked: the deletion runs under
+        SQLite's ``secure_delete`` (freed pages are overwritten with zeros, so the name,
+        crop paths and vectors are not left in the file's free pages) and the write-ahead
+        log is checkpointed and truncated afterwards (it held the old pages too)."""
+        self.db.execute("PRAGMA secure_delete = ON")
+        try:
+            crops = self._forget(identity_id)
+        finally:
+            self.db.execute("PRAGMA secure_delete = OFF")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return crops
+
+    def _forget(self, identity_id: int) -> list[str]:
         with self._write():
             self._must_exist(identity_id)
             rows = self.db.execute("SELECT id, kind, crop FROM appearances WHERE "
