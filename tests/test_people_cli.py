@@ -111,6 +111,11 @@ def test_name_merge_forget_and_list_through_the_command_line(run, tmp_path):
     listed = json.loads(run("--memory", mem, "people", "--json").stdout)
     assert [(p["id"], p["name"], p["faces"], p["enrolled"], p["clips"]) for p in listed] == [
         (1, "Barack Obama", 3, 3, 0), (2, "Biden", 1, 1, 0)]
+    # a part of one name shows that person; a command that changes memory never guesses
+    r = run("--memory", mem, "people", "show", "obama")
+    assert r.exit_code == 0 and r.output.startswith("Barack Obama (id 1)"), r.output
+    r = run("--memory", mem, "people", "forget", "Obama")
+    assert r.exit_code == 2 and "did you mean 'Barack Obama' (id 1)?" in r.output, r.output
     # people enrolled, no footage yet: asking says so, not that the memory is empty
     r = run("--memory", mem, "ask", "when did I last see Biden?")
     assert r.exit_code == 1 and "no footage yet, only the people you enrolled (Barack " \

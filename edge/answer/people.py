@@ -65,10 +65,15 @@ def _seen(run: Run, pq: PersonQuestion) -> Answer:
     how = "saw" if a.kind == "face" else "heard"
     word = "first" if pq.ask == "first" else "last"
     text = (f"You {word} {how} {pq.name} at {_when(run.memory, a.at)} "
-            f"({_where(a)}; {len({x.clip_id for x in apps})} clips with {pq.name} in all).")
+            f"({_where(a)}; {_clips(len({x.clip_id for x in apps}))} with {pq.name} in all).")
     if pq.ask == "did":
         text = f"Yes. {text}"
     return _answer(run, text, [a.clip_id], "found", matched=a.kind)
+
+
+def _clips(n: int) -> str:
+    """``1 clip``, ``3 clips``."""
+    return f"{n} clip{'' if n == 1 else 's'}"
 
 
 def _with(run: Run) -> Answer | None:

@@ -32,14 +32,28 @@ def _tier_on(state: State) -> bool:
     return load_manifest().profile(state.profile_name).characters
 
 
-def _person(memory, ref: str):
-    """The person ``ref`` names: an id (digits) or a name (any case); :class:`InputError`
-    when there is none."""
+def _person(memory, ref: str, *, partial: bool = False):
+    """The person ``ref`` names: an id (digits) or a name (any case). With ``partial`` (a
+    command that only reads), a part of one name ("Obama" for "Barack Obama", whole words)
+    when exactly one name holds it. :class:`InputError` when there is none, naming the
+    people whose names hold it (a command that changes memory never guesses)."""
     ref = ref.strip()
     found = memory.person(int(ref)) if ref.isdigit() else memory.identity_by_name(ref)
-    if found is None:
-        raise InputError(f"no person {ref!r} in {memory.path}; `edge people` lists them")
-    return found
+    if found is not None:
+        return found
+    words = ref.lower().split()
+    holding = [p for p in memory.persons() if p.name and words and _holds(p.name, words)]
+    if partial and len(holding) == 1:
+        return holding[0]
+    hint = (f"; did you mean {', '.join(f'{p.name!r} (id {p.id})' for p in holding[:5])}?"
+            if holding else "; `edge people` lists them")
+    raise InputError(f"no person {ref!r} in {memory.path}{hint}")
+
+
+def _holds(name: str, words: list[str]) -> bool:
+    """Whether ``words`` (lowercased) appear in ``name`` in order, as whole words."""
+    have = name.lower().split()
+    return any(have[i:i + len(words)] == words for i in range(len(have)))
 
 
 @click.group("people", invoke_without_command=True,
@@ -161,7 +175,7 @@ def forget(state: State, ref: str) -> None:
 def show(state: State, ref: str, as_json: bool) -> None:
     """Where a person was seen (face) or heard (voice): source, clip, seconds into it."""
     with open_memory(state, create=False, reading=True) as memory:
-        p = _person(memory, ref)
+        p = _person(memory, ref, partial=True)
         found = memory.appearances(p.id)
     if as_json:
         render.echo_json({**person_dict(p, _frames(state)),
