@@ -15,7 +15,10 @@ Per clip (PyraVid's character memory; M3-Agent's face and voice entities):
   centroid it is nearest (GE2E scores a voice against a speaker's centroid) above
   ``VOICE_MATCH`` similarity or starts one when it spoke at least :data:`MIN_NEW_SPEECH`
   seconds; each turn is an appearance with its words (a shorter voice that matches no one
-  stays in the transcript, said by nobody known).
+  stays in the transcript, said by nobody known). Turns that clearly lean to different
+  known people are never one group, and a group never joins an unnamed identity that leans
+  to another named person (a cannot-link: under noise, voices grow alike to one another
+  before they are alike to anyone known).
 
 Crops are written after the commit (:func:`save_crops`): a crash in between loses a
 thumbnail, never leaves an unreferenced crop of a person's face on disk.
@@ -41,14 +44,13 @@ MIN_NEW_SPEECH = 5.0
 poor sample of a voice: on the LibriSpeech speakers 7–10 % of 2–3 s pieces fall under
 ``VOICE_MATCH`` to their own speaker's centroid, none of 6–8 s; in the shared interview's
 noisy room the one-turn voices over laughter (3.3 and 4.5 s) are 0.73 and 0.77 to the
-nearest man's reference span. Replayed on
-real turns, nobody enrolled (``.venv/bin/python benchmarks/voice_identities.py``): the
-interview gives 4, 4, 3, 2 identities at 3, 4, 5, 6 s (at 6 s Sean's first 5.6 s turn
-starts none and his later turns join Jack); three sets of stitched LibriSpeech clips (56
-clips, 10 speakers) give 11/10, 11/9, 12/10 identities at 3 s, 10, 9, 11 at 4 s and one per
-speaker at 5 s, none holding two speakers. The cost: speech that matches no one and is too
-short to start anyone is said by nobody known — 19 % of the interview (15 % at 3 s), 2–3 %
-of the LibriSpeech clips."""
+nearest man's reference span. Replayed on real turns, nobody enrolled
+(``.venv/bin/python benchmarks/voice_identities.py``): the interview gives 4, 4, 3, 2
+identities at 3, 4, 5, 6 s (at 6 s Sean's first 5.6 s turn starts none and his later turns
+join Jack); three sets of stitched LibriSpeech clips (56 clips, 10 speakers) give 11/10,
+11/9, 12/10 identities at 3 s, 10, 9, 11 at 4 s and one per speaker at 5 s, none holding
+two speakers. The cost: speech that matches no one and is too short to start anyone is said
+by nobody known — 19 % of the interview (15 % at 3 s), 2–3 % of the LibriSpeech clips."""
 KNN = 16
 """Stored vectors compared with each new group."""
 
@@ -186,10 +188,12 @@ def _record_voices(memory, clip_id: int, source_id: int, people: ClipPeople,
 
 
 PREFER_FLOOR = 0.6
-"""Cosine to a known voice identity's centroid above which a turn may prefer it (a stranger's
-turn is 0.69–0.72 to its nearest other LibriSpeech reader at the 90th percentile)."""
+"""Cosine to a known voice's centroid above which a turn may lean to it — only to keep apart
+turns (and unnamed people) that lean to different people, never to name anyone (that takes
+``VOICE_MATCH``). Under white noise at ~15 dB, enrolled LibriSpeech readers' turns are
+0.59–0.78 to their own voice and 0.8+ to one another."""
 PREFER_MARGIN = 0.05
-"""How much nearer the preferred identity must be than the next one."""
+"""How much nearer the leaned-to identity must be than the next one."""
 
 
 def _preferred(memory, vector, among: frozenset[int] | None = None) -> int | None:
