@@ -283,3 +283,17 @@ def test_search_declares_asks_question_options():
     for name in ("at", "from_", "to", "auto_window", "top_n", "retrieval", "key_types",
                  "fusion", "rrf_k", "choices", "as_json"):
         assert spec(ask_command, name) == spec(search_command, name), name
+
+
+def test_a_persons_clip_that_retrieval_did_not_score_shows_no_score():
+    """`edge search "Barack Obama"` lists the clips he was seen in first; one retrieval did
+    not score shows — rather than 0.0000 (which read as a failed match)."""
+    from edge.cli.render.ask import search_lines
+
+    moment = {"when": "2025-03-01 09:03:30", "matched": "face", "clip_id": 8, "caption": "c"}
+    lines = search_lines({"moments": [{**moment, "score": 0.0}, {**moment, "score": 0.1818},
+                                      {**moment, "score": 0.0, "matched": "caption"}],
+                          "note": "", "scope": {"label": "", "start": None, "end": None},
+                          "queries": ["Barack Obama"], "ms": 40})
+    assert lines[0].split()[3] == "—" and "0.0000" not in lines[0]
+    assert lines[1].split()[3] == "0.1818" and lines[2].split()[3] == "0.0000"

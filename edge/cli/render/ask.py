@@ -104,8 +104,10 @@ def moment_lines(m) -> list[str]:
 
 def search_lines(result: dict) -> list[str]:
     """``edge search``: one line per moment (rank, when, score, what matched, clip id,
-    caption excerpt), then the note, the scope searched and the milliseconds it took."""
-    lines = [f"{rank:2}. {m['when']}  {m['score']:.4f}  {m['matched']:9} clip {m['clip_id']:<5} "
+    caption excerpt), then the note, the scope searched and the milliseconds it took. A
+    clip listed because a person the question names was seen or heard in it (matched
+    ``face``/``voice``), not because retrieval scored it, shows ``—`` for its score."""
+    lines = [f"{rank:2}. {m['when']}  {_score(m)}  {m['matched']:9} clip {m['clip_id']:<5} "
              f"{m['caption']}" for rank, m in enumerate(result["moments"], 1)]
     if not lines:
         lines.append("No moments found.")
@@ -114,6 +116,13 @@ def search_lines(result: dict) -> list[str]:
     lines.append(f"Searched {scope_words(result['scope'])}; {len(result['queries'])} "
                  f"quer{'y' if len(result['queries']) == 1 else 'ies'} in {result['ms']:.0f} ms.")
     return lines
+
+
+def _score(m: dict) -> str:
+    """A moment's score in six columns; ``—`` for a person's clip retrieval did not score."""
+    if not m["score"] and m["matched"] in ("face", "voice"):
+        return f"{'—':>6}"
+    return f"{m['score']:.4f}"
 
 
 def scope_words(scope: dict) -> str:
