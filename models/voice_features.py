@@ -46,7 +46,12 @@ class VoiceError(ValueError):
 
 
 class UndecodableAudio(VoiceError):
-    """A file that holds no audio that can be decoded (not a recording at all, or damaged)."""
+    """A file that holds no audio that can be decoded (not a recording at all, or damaged);
+    ``reason``: the decoder's own words."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: not audio that could be decoded: {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def load_audio_file(path: Path) -> np.ndarray:
         wav = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
     except (av.error.FFmpegError, IndexError, ValueError, StopIteration) as e:
         why = getattr(e, "strerror", None) or str(e) or type(e).__name__  # no errno
-        raise UndecodableAudio(f"{path}: not audio that could be decoded: {why}") from None
+        raise UndecodableAudio(path, why) from None
     if wav.size == 0:
         raise VoiceError(f"{path}: no audio samples (no audio stream?)")
     return wav

@@ -124,10 +124,9 @@ def _recording(path: Path, encoder) -> Sample:
             raise VoiceError(f"{speech:.1f} s of speech found: noise, music or too short")
         speakers = _speakers(encoder, wav, len(wav) / SAMPLE_RATE)
     except UndecodableAudio as e:
-        why = str(e).removeprefix(f"{path}: not audio that could be decoded: ")
-        raise InputError(f"{path}: neither a photo nor a recording that can be read ({why}); "
-                         "give photos of the face (JPEG, PNG) or a recording of the voice"
-                         ) from None
+        raise InputError(f"{path}: neither a photo nor a recording that can be read "
+                         f"({e.reason}); give photos of the face (JPEG, PNG) or a recording "
+                         "of the voice") from None
     except VoiceError as e:
         why = str(e).removeprefix(f"{path}: ")
         raise InputError(f"{path}: no voice to enrol ({why}); give photos of the face "
